@@ -1,0 +1,1 @@
+// Placeholder: the FeedCLI layer is being built.

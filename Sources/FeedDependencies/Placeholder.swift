@@ -1,0 +1,1 @@
+// Placeholder: the FeedDependencies layer is being built.

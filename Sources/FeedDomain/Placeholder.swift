@@ -1,0 +1,1 @@
+// Placeholder: the FeedDomain layer is being built.

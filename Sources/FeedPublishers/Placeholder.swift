@@ -1,0 +1,1 @@
+// Placeholder: the FeedPublishers layer is being built.

@@ -1,0 +1,1 @@
+// Placeholder: the FeedSQLite layer is being built.

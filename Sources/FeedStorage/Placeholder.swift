@@ -1,0 +1,1 @@
+// Placeholder: the FeedStorage layer is being built.
