@@ -1,1 +1,0 @@
-// Placeholder: the FeedDependencies layer is being built.
