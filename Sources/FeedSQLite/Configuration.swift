@@ -1,0 +1,35 @@
+/// How a connection behaves when another connection holds a conflicting lock.
+///
+/// Related SQLite documentation: <https://www.sqlite.org/c3ref/busy_handler.html>
+public enum BusyMode: Sendable {
+    /// Fail at once with `SQLITE_BUSY`.
+    case immediateError
+    /// Retry for up to this long, then fail with `SQLITE_BUSY` (SQLite's `sqlite3_busy_timeout`).
+    case timeout(Duration)
+    /// Ask the closure, which receives the number of earlier retries for this lock; `true` retries, `false` fails.
+    case callback(@Sendable (Int) -> Bool)
+}
+
+/// Options for opening connections.
+public struct Configuration: Sendable {
+    /// The busy policy of every connection; the default waits up to 5 seconds.
+    public var busyMode: BusyMode = .timeout(.seconds(5))
+    /// Whether the database is opened read-only: no writer connection, every access is a read.
+    public var readOnly = false
+    /// The largest number of concurrent reader connections a ``Database`` opens.
+    public var maximumReaderCount = 4
+    /// Optional page cache size per connection in KiB (`PRAGMA cache_size = -N`); `nil` keeps SQLite's default.
+    public var cacheSizeKiB: Int?
+
+    /// The default configuration: 5 s busy timeout, read-write, up to 4 readers.
+    public init() {}
+
+    /// How long the busy policy waits at most, used to bound retries of open-time steps.
+    var busyTimeout: Duration {
+        switch busyMode {
+        case .immediateError: .zero
+        case .timeout(let duration): duration
+        case .callback: .seconds(5)
+        }
+    }
+}

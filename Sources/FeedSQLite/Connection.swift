@@ -1,0 +1,303 @@
+internal import CSQLite
+internal import Foundation
+
+/// One SQLite connection: the handle that runs statements and transactions.
+///
+/// Most code never creates a connection: it receives one inside ``Database/write(_:)`` or ``Database/read(_:)``.
+/// Such a handle is valid only inside its closure; using it after the closure returns is a programmer error that
+/// traps with an "API Violation" message. A connection is not `Sendable`.
+///
+/// Every connection is opened in SQLite's multi-thread mode (the owner serializes access), with extended result
+/// codes, `foreign_keys=ON` and the configured busy policy. Writers also use `journal_mode=WAL` and
+/// `synchronous=NORMAL`.
+///
+/// Related SQLite documentation: <https://www.sqlite.org/c3ref/sqlite3.html>
+public final class Connection {
+    /// Where a connection's database lives.
+    public enum Location: Sendable, Hashable {
+        /// A database file at this path.
+        case file(String)
+        /// A private in-memory database, gone when its connection closes.
+        case inMemory
+    }
+
+    let handle: OpaquePointer
+    /// Where this connection's database lives.
+    public let location: Location
+    /// Whether this connection was opened read-only.
+    public let isReadOnly: Bool
+    private var statementCache: [String: Statement] = [:]
+    private var busyCallbackBox: BusyCallbackBox?
+    private var isClosed = false
+    /// Set by the owning ``Database`` while a closure may use the connection.
+    var isAccessible = true
+
+    // MARK: - Opening and closing
+
+    /// Opens a connection.
+    ///
+    /// A new database file is created readable and writable by its owner only (mode 0600); a missing parent
+    /// directory is an error (`SQLITE_CANTOPEN`).
+    ///
+    /// - Parameters:
+    ///   - location: a file path or ``Location/inMemory``.
+    ///   - readOnly: open without write access; the file must exist.
+    ///   - configuration: busy policy and cache size.
+    /// - Throws: ``SQLiteError`` when the file cannot be opened or configured; the handle is closed again.
+    public init(location: Location, readOnly: Bool = false, configuration: Configuration = Configuration()) throws(SQLiteError) {
+        var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        flags |= readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+        let path: String
+        switch location {
+        case .file(let filePath):
+            path = filePath
+            if !readOnly { Connection.createOwnerOnlyFileIfMissing(filePath) }
+        case .inMemory:
+            path = ":memory:"
+        }
+        var pointer: OpaquePointer?
+        let code = sqlite3_open_v2(path, &pointer, flags, nil)
+        guard let pointer else { throw SQLiteError(code: ResultCode(rawValue: code)) }
+        if code != SQLITE_OK {
+            let error = SQLiteError(code: ResultCode(rawValue: sqlite3_extended_errcode(pointer)), message: String(cString: sqlite3_errmsg(pointer)) + " (\(path))")
+            sqlite3_close_v2(pointer)
+            throw error
+        }
+        self.handle = pointer
+        self.location = location
+        self.isReadOnly = readOnly
+        sqlite3_extended_result_codes(pointer, 1)
+        do {
+            try setUp(configuration: configuration)
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    deinit {
+        if !isClosed {
+            statementCache.removeAll()
+            sqlite3_close_v2(handle)
+        }
+    }
+
+    /// Closes the connection, finalizing its cached statements first. Closing twice does nothing.
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/c3ref/close.html>
+    public func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        statementCache.removeAll()
+        // close_v2 defers the close until user-held statements are finalized, so it never fails with BUSY.
+        sqlite3_close_v2(handle)
+    }
+
+    private func setUp(configuration: Configuration) throws(SQLiteError) {
+        switch configuration.busyMode {
+        case .immediateError:
+            sqlite3_busy_timeout(handle, 0)
+        case .timeout(let duration):
+            let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+            sqlite3_busy_timeout(handle, Int32(clamping: milliseconds))
+        case .callback(let callback):
+            let box = BusyCallbackBox(callback)
+            busyCallbackBox = box
+            sqlite3_busy_handler(
+                handle,
+                { context, retries in
+                    guard let context else { return 0 }
+                    let box = Unmanaged<BusyCallbackBox>.fromOpaque(context).takeUnretainedValue()
+                    return box.callback(Int(retries)) ? 1 : 0
+                },
+                Unmanaged.passUnretained(box).toOpaque()
+            )
+        }
+        // Reading the schema here surfaces SQLITE_NOTADB for a file that is not a database, before anything writes.
+        try withBusyRetry(timeout: configuration.busyTimeout) { () throws(SQLiteError) in
+            try execute("PRAGMA foreign_keys = ON; SELECT count(*) FROM sqlite_schema;")
+        }
+        if let kib = configuration.cacheSizeKiB {
+            try execute("PRAGMA cache_size = \(-abs(kib))")
+        }
+        if !isReadOnly, case .file = location {
+            // Switching to WAL needs an exclusive lock for an instant; retry within the busy policy's bound.
+            // https://www.sqlite.org/wal.html#activating_and_configuring_wal_mode
+            try withBusyRetry(timeout: configuration.busyTimeout) { () throws(SQLiteError) in
+                let mode = try makeStatement("PRAGMA journal_mode = WAL")
+                guard try mode.step(), mode.row.string(at: 0).lowercased() == "wal" else {
+                    throw SQLiteError(code: .error, message: "cannot switch the database to WAL mode")
+                }
+            }
+        }
+        if !isReadOnly {
+            try execute("PRAGMA synchronous = NORMAL")
+        }
+    }
+
+    /// Retries `body` while it fails with BUSY/LOCKED, sleeping briefly, until `timeout` has elapsed.
+    private func withBusyRetry(timeout: Duration, _ body: () throws(SQLiteError) -> Void) throws(SQLiteError) {
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: timeout)
+        var pause = Duration.milliseconds(1)
+        while true {
+            do {
+                try body()
+                return
+            } catch where error.isBusy && clock.now < deadline {
+                // Not a wait for an event: SQLite offers no notification when another process releases its lock.
+                usleep(UInt32(pause.components.attoseconds / 1_000_000_000_000))
+                pause = min(pause * 2, .milliseconds(50))
+            }
+        }
+    }
+
+    // MARK: - Statements
+
+    /// Returns the statement for `sql` from this connection's cache, preparing it on first use.
+    ///
+    /// Cached statements are prepared with `SQLITE_PREPARE_PERSISTENT` and live as long as the connection. Use
+    /// them for SQL that runs many times; use ``makeStatement(_:)`` for one-off SQL.
+    ///
+    /// ```swift
+    /// let insert = try db.cachedStatement("INSERT INTO users(id, name, created_at) VALUES (?, ?, ?)")
+    /// try insert.execute("user1", "Ada", now)
+    /// ```
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/c3ref/prepare.html>
+    public func cachedStatement(_ sql: String) throws(SQLiteError) -> Statement {
+        checkAccess()
+        if let statement = statementCache[sql] { return statement }
+        let statement = try prepare(sql, persistent: true)
+        statementCache[sql] = statement
+        return statement
+    }
+
+    /// Prepares a new statement for `sql`, finalized when the returned object is released.
+    public func makeStatement(_ sql: String) throws(SQLiteError) -> Statement {
+        checkAccess()
+        return try prepare(sql, persistent: false)
+    }
+
+    private func prepare(_ sql: String, persistent: Bool) throws(SQLiteError) -> Statement {
+        var pointer: OpaquePointer?
+        var tail: UnsafePointer<CChar>?
+        let flags = persistent ? UInt32(SQLITE_PREPARE_PERSISTENT) : 0
+        let code = sql.withCString { text in
+            let status = sqlite3_prepare_v3(handle, text, -1, flags, &pointer, &tail)
+            if status == SQLITE_OK, let tail, tail.pointee != 0 {
+                // Only whitespace and comments may follow the one statement.
+                let rest = String(cString: tail).trimmingCharacters(in: .whitespacesAndNewlines)
+                if !rest.isEmpty && !rest.hasPrefix("--") {
+                    return SQLITE_MISUSE
+                }
+            }
+            return status
+        }
+        if code == SQLITE_MISUSE, let pointer {
+            sqlite3_finalize(pointer)
+            throw SQLiteError(code: .misuse, message: "more than one statement; use execute(_:) for scripts", sql: sql)
+        }
+        guard code == SQLITE_OK else { throw error(code: code, sql: sql) }
+        guard let pointer else {
+            throw SQLiteError(code: .misuse, message: "no statement in SQL text", sql: sql)
+        }
+        return Statement(handle: pointer, connection: self, sql: sql)
+    }
+
+    /// Runs one or more SQL statements separated by semicolons, with no parameters.
+    ///
+    /// Use it for scripts such as migrations and pragmas, never with values built from input: values are bound
+    /// through ``run(_:_:)`` or a ``Statement``.
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/c3ref/exec.html>
+    public func execute(_ sql: String) throws(SQLiteError) {
+        checkAccess()
+        var message: UnsafeMutablePointer<CChar>?
+        let code = sqlite3_exec(handle, sql, nil, nil, &message)
+        if code != SQLITE_OK {
+            let text = message.map { String(cString: $0) }
+            sqlite3_free(message)
+            throw SQLiteError(code: ResultCode(rawValue: sqlite3_extended_errcode(handle)), message: text, sql: sql)
+        }
+    }
+
+    /// Runs one statement from the cache with the values bound, and returns the number of changed rows.
+    ///
+    /// ```swift
+    /// try db.run("DELETE FROM likes WHERE user_key = ? AND post_key = ?", userKey, postKey)
+    /// ```
+    @discardableResult
+    public func run<each Value: SQLiteBindable>(_ sql: String, _ values: repeat each Value) throws(SQLiteError) -> Int {
+        try cachedStatement(sql).execute(repeat each values)
+    }
+
+    /// Runs a cached query with the values bound and decodes its first row.
+    public func fetchOne<each Value: SQLiteBindable, T>(
+        _ sql: String,
+        _ values: repeat each Value,
+        decode: (Row) throws -> T
+    ) throws -> T? {
+        try cachedStatement(sql).fetchOne(repeat each values, decode: decode)
+    }
+
+    /// Runs a cached query with the values bound and decodes every row.
+    public func fetchAll<each Value: SQLiteBindable, T>(
+        _ sql: String,
+        _ values: repeat each Value,
+        decode: (Row) throws -> T
+    ) throws -> [T] {
+        try cachedStatement(sql).fetchAll(repeat each values, decode: decode)
+    }
+
+    /// Runs a cached query that returns one integer, such as `SELECT count(*) …`; `nil` when there is no row.
+    public func fetchInt64<each Value: SQLiteBindable>(_ sql: String, _ values: repeat each Value) throws -> Int64? {
+        try cachedStatement(sql).fetchOne(repeat each values, decode: { $0.isNull(at: 0) ? nil : $0.int64(at: 0) }) ?? nil
+    }
+
+    // MARK: - State
+
+    /// The rowid of the last successful `INSERT` on this connection.
+    public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
+    /// The number of rows changed by the last completed statement.
+    public var changes: Int { Int(sqlite3_changes(handle)) }
+
+    /// Whether a transaction is open (the connection is not in autocommit mode).
+    public var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+    /// `PRAGMA data_version`: changes whenever another connection commits to the database file.
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/pragma.html#pragma_data_version>
+    public func dataVersion() throws -> Int64 {
+        try fetchInt64("PRAGMA data_version") ?? 0
+    }
+
+    // MARK: - Internals
+
+    func error(code: Int32, sql: String?) -> SQLiteError {
+        let extended = sqlite3_extended_errcode(handle)
+        let resultCode = ResultCode(rawValue: (extended & 0xFF) == (code & 0xFF) ? extended : code)
+        return SQLiteError(code: resultCode, message: String(cString: sqlite3_errmsg(handle)), sql: sql)
+    }
+
+    func checkAccess() {
+        precondition(isAccessible, "API Violation: a database connection was used outside the closure it was handed to")
+    }
+
+    /// Creates `path` with mode 0600 if it does not exist, so SQLite (and its -wal/-shm files) inherit owner-only
+    /// permissions. Failures are left for `sqlite3_open_v2` to report.
+    private static func createOwnerOnlyFileIfMissing(_ path: String) {
+        let descriptor = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
+        if descriptor >= 0 { Glibc.close(descriptor) }
+    }
+}
+
+@available(*, unavailable, message: "A connection is used by one thread at a time; share a Database instead.")
+extension Connection: Sendable {}
+
+/// Keeps a busy callback alive for as long as the connection that calls it.
+private final class BusyCallbackBox {
+    let callback: @Sendable (Int) -> Bool
+    init(_ callback: @escaping @Sendable (Int) -> Bool) { self.callback = callback }
+}

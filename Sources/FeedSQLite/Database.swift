@@ -1,0 +1,124 @@
+internal import Foundation
+
+/// A SQLite database shared by threads and tasks: one writer connection and a pool of reader connections.
+///
+/// `Database` is the `Sendable` façade over non-`Sendable` ``Connection`` handles. Writes are serialized on the
+/// writer and each runs in an IMMEDIATE transaction; reads run on reader connections in parallel with the writer
+/// and with each other, each in a deferred transaction, so they see one consistent snapshot. In WAL mode a reader
+/// never waits for the writer and the writer never waits for readers.
+///
+/// ```swift
+/// let database = try Database(path: "/tmp/feed.sqlite")
+/// try database.write { db in
+///     try db.run("INSERT INTO notes(text) VALUES (?)", "hello")
+/// }
+/// let count = try database.read { db in try db.fetchInt64("SELECT count(*) FROM notes") }
+/// ```
+///
+/// An in-memory database has a single connection: reads are served by the writer, serialized with writes.
+///
+/// > Important: The connection handed to a closure is valid only inside it. Keeping it and using it later traps.
+///
+/// Related SQLite documentation: <https://www.sqlite.org/wal.html>
+public final class Database: Sendable {
+    /// Where the database lives.
+    public let location: Connection.Location
+    /// The options every connection was opened with.
+    public let configuration: Configuration
+    private let writer: SerializedConnection?
+    private let readers: ReaderPool
+
+    // MARK: - Opening
+
+    /// Opens (creating if needed) the database file at `path`: a writer now, readers on demand.
+    ///
+    /// - Throws: ``SQLiteError``: `SQLITE_CANTOPEN` for a missing directory or unreadable file, `SQLITE_NOTADB`
+    ///   for a file that is not a database (left unmodified), `SQLITE_BUSY` when the busy policy gave up.
+    public convenience init(path: String, configuration: Configuration = Configuration()) throws(SQLiteError) {
+        try self.init(location: .file(path), configuration: configuration)
+    }
+
+    /// Opens a private in-memory database with one connection.
+    public static func inMemory(configuration: Configuration = Configuration()) throws(SQLiteError) -> Database {
+        try Database(location: .inMemory, configuration: configuration)
+    }
+
+    /// Opens the database at `location`.
+    public init(location: Connection.Location, configuration: Configuration = Configuration()) throws(SQLiteError) {
+        self.location = location
+        self.configuration = configuration
+        if configuration.readOnly {
+            guard case .file = location else {
+                throw SQLiteError(code: .misuse, message: "a read-only database must be a file")
+            }
+            writer = nil
+        } else {
+            writer = SerializedConnection(try Connection(location: location, readOnly: false, configuration: configuration))
+        }
+        switch location {
+        case .inMemory:
+            readers = ReaderPool(location: location, configuration: configuration, capacity: 0)
+        case .file:
+            readers = ReaderPool(location: location, configuration: configuration, capacity: max(1, configuration.maximumReaderCount))
+            if configuration.readOnly {
+                // Open one reader now so that a bad path fails here, not on the first read.
+                do {
+                    try readers.withReader { _ in }
+                } catch let error as SQLiteError {
+                    throw error
+                } catch {
+                    throw SQLiteError(code: .error, message: "\(error)")
+                }
+            }
+        }
+    }
+
+    /// The file path, or `nil` for an in-memory database.
+    public var path: String? {
+        if case .file(let path) = location { path } else { nil }
+    }
+
+    // MARK: - Access
+
+    /// Runs `body` in an IMMEDIATE transaction on the writer connection: committed when `body` returns, rolled
+    /// back when it throws. Writes from all threads are serialized.
+    ///
+    /// - Throws: what `body` throws, ``SQLiteError`` from the transaction, or `SQLITE_READONLY` for a database
+    ///   opened read-only.
+    public func write<T>(_ body: (Connection) throws -> T) throws -> T {
+        try writeWithoutTransaction { db in try db.transaction(.immediate, body) }
+    }
+
+    /// Runs `body` on the writer connection with no transaction around it, for pragmas, `VACUUM`, migrations
+    /// that manage their own transactions, or explicit ``Connection/transaction(_:_:)`` calls.
+    public func writeWithoutTransaction<T>(_ body: (Connection) throws -> T) throws -> T {
+        guard let writer else {
+            throw SQLiteError(code: .readOnly, message: "the database was opened read-only")
+        }
+        return try writer.withConnection(body)
+    }
+
+    /// Runs `body` in a deferred (read) transaction on a reader connection, so every query in it sees the same
+    /// snapshot. Reads run concurrently with each other and with the writer.
+    ///
+    /// Reader connections are opened read-only (`SQLITE_OPEN_READONLY`): a write inside `body` fails with
+    /// `SQLITE_READONLY`.
+    public func read<T>(_ body: (Connection) throws -> T) throws -> T {
+        try unsafeRead { db in try db.transaction(.deferred, body) }
+    }
+
+    /// Runs `body` on a reader connection without a transaction: each statement sees the latest commit (SQLite's
+    /// autocommit mode). Cheaper than ``read(_:)`` for a single query; two queries may see different snapshots.
+    public func unsafeRead<T>(_ body: (Connection) throws -> T) throws -> T {
+        if readers.capacity == 0, let writer {
+            return try writer.withConnection(body)
+        }
+        return try readers.withReader(body)
+    }
+
+    /// Closes every connection. Later calls to ``write(_:)`` or ``read(_:)`` fail with `SQLITE_MISUSE`.
+    public func close() {
+        writer?.close()
+        readers.close()
+    }
+}

@@ -1,1 +1,0 @@
-// Placeholder: the FeedSQLite layer is being built.

@@ -1,0 +1,191 @@
+internal import CSQLite
+internal import Foundation
+
+/// A prepared SQL statement, owned by one ``Connection``.
+///
+/// Statements come from ``Connection/cachedStatement(_:)`` (prepared once per connection and reused) or
+/// ``Connection/makeStatement(_:)``. Every run resets the statement first; the convenience runners
+/// (``execute(_:)``, ``forEachRow(_:body:)``, ``fetchOne(_:decode:)``) also clear the bindings when they finish, so no
+/// value outlives its call.
+///
+/// A statement is not `Sendable`: it belongs to its connection's thread of use.
+///
+/// Related SQLite documentation: <https://www.sqlite.org/c3ref/stmt.html>
+public final class Statement {
+    let handle: OpaquePointer
+    unowned let connection: Connection
+    /// The SQL text the statement was prepared from.
+    public let sql: String
+    /// The number of `?` parameters the statement takes.
+    public let parameterCount: Int32
+
+    init(handle: OpaquePointer, connection: Connection, sql: String) {
+        self.handle = handle
+        self.connection = connection
+        self.sql = sql
+        self.parameterCount = sqlite3_bind_parameter_count(handle)
+    }
+
+    deinit {
+        sqlite3_finalize(handle)
+    }
+
+    // MARK: - Binding
+
+    /// Binds `value` to the parameter at `index` (1-based, as in SQLite).
+    ///
+    /// - Precondition: `index` is within `1...parameterCount`.
+    public func bind(_ value: some SQLiteBindable, at index: Int32) throws(SQLiteError) {
+        precondition(index >= 1 && index <= parameterCount, "API Violation: binding index \(index) out of range 1...\(parameterCount) for `\(sql)`")
+        let code: Int32
+        switch value.sqliteValue {
+        case .integer(let int):
+            code = sqlite3_bind_int64(handle, index, int)
+        case .real(let double):
+            code = sqlite3_bind_double(handle, index, double)
+        case .text(let string):
+            code = sqlite3_bind_text(handle, index, string, -1, feedsync_sqlite_transient())
+        case .blob(let data):
+            code = data.withUnsafeBytes { buffer in
+                // A zero-length blob must not bind NULL: zeroblob(0) keeps it an empty BLOB.
+                guard let base = buffer.baseAddress, buffer.count > 0 else {
+                    return sqlite3_bind_zeroblob(handle, index, 0)
+                }
+                return sqlite3_bind_blob64(handle, index, base, sqlite3_uint64(buffer.count), feedsync_sqlite_transient())
+            }
+        case .null:
+            code = sqlite3_bind_null(handle, index)
+        }
+        if code != SQLITE_OK { throw connection.error(code: code, sql: sql) }
+    }
+
+    /// Binds the values to parameters `1...n` in order.
+    ///
+    /// - Precondition: the number of values equals ``parameterCount``.
+    public func bind<each Value: SQLiteBindable>(_ values: repeat each Value) throws(SQLiteError) {
+        var index: Int32 = 0
+        for value in repeat each values {
+            index += 1
+            try bind(value, at: index)
+        }
+        precondition(index == parameterCount, "API Violation: \(index) values for \(parameterCount) parameters in `\(sql)`")
+    }
+
+    /// Binds an array of values to parameters `1...n` in order.
+    public func bind(values: [any SQLiteBindable]) throws(SQLiteError) {
+        precondition(values.count == Int(parameterCount), "API Violation: \(values.count) values for \(parameterCount) parameters in `\(sql)`")
+        for (offset, value) in values.enumerated() {
+            try bind(value, at: Int32(offset + 1))
+        }
+    }
+
+    /// Sets every parameter back to `NULL`.
+    public func clearBindings() {
+        sqlite3_clear_bindings(handle)
+    }
+
+    /// Resets the statement so that it can run again; bindings are kept.
+    public func reset() {
+        sqlite3_reset(handle)
+    }
+
+    // MARK: - Running
+
+    /// Advances the statement by one step.
+    ///
+    /// - Returns: `true` when a row is available (read it through ``row``), `false` when the statement is done.
+    /// - Throws: ``SQLiteError`` with the statement's SQL. The statement is reset after a failure.
+    public func step() throws(SQLiteError) -> Bool {
+        connection.checkAccess()
+        let code = sqlite3_step(handle)
+        switch code {
+        case SQLITE_ROW:
+            return true
+        case SQLITE_DONE:
+            return false
+        default:
+            let error = connection.error(code: code, sql: sql)
+            sqlite3_reset(handle)
+            throw error
+        }
+    }
+
+    /// The current row; valid only until the next ``step()`` or ``reset()``.
+    public var row: Row { Row(handle: handle) }
+
+    /// Runs the statement to completion with the given values bound, then resets it and clears the bindings.
+    ///
+    /// ```swift
+    /// try db.cachedStatement("INSERT INTO users(id, name) VALUES (?, ?)").execute("user1", "Ada")
+    /// ```
+    ///
+    /// - Returns: the number of rows the statement changed (`sqlite3_changes`).
+    @discardableResult
+    public func execute<each Value: SQLiteBindable>(_ values: repeat each Value) throws(SQLiteError) -> Int {
+        reset()
+        defer { clearBindings() }
+        try bind(repeat each values)
+        while try step() {}
+        let changes = Int(sqlite3_changes(connection.handle))
+        reset()
+        return changes
+    }
+
+    /// Runs the statement with the given values bound and calls `body` for every row, then resets it and clears
+    /// the bindings.
+    public func forEachRow<each Value: SQLiteBindable>(
+        _ values: repeat each Value,
+        body: (Row) throws -> Void
+    ) throws {
+        reset()
+        defer {
+            reset()
+            clearBindings()
+        }
+        try bind(repeat each values)
+        while try step() {
+            try body(Row(handle: handle))
+        }
+    }
+
+    /// Runs the statement with the given values bound and decodes its first row, or returns `nil` when it has none.
+    public func fetchOne<each Value: SQLiteBindable, T>(
+        _ values: repeat each Value,
+        decode: (Row) throws -> T
+    ) throws -> T? {
+        reset()
+        defer {
+            reset()
+            clearBindings()
+        }
+        try bind(repeat each values)
+        guard try step() else { return nil }
+        return try decode(Row(handle: handle))
+    }
+
+    /// Runs the statement with the given values bound and decodes every row.
+    public func fetchAll<each Value: SQLiteBindable, T>(
+        _ values: repeat each Value,
+        decode: (Row) throws -> T
+    ) throws -> [T] {
+        var result: [T] = []
+        try forEachRow(repeat each values, body: { row in result.append(try decode(row)) })
+        return result
+    }
+
+    /// The query plan SQLite chose for this statement (`EXPLAIN QUERY PLAN`), one detail line per step.
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/eqp.html>
+    public func queryPlan() throws -> [String] {
+        let explain = try connection.makeStatement("EXPLAIN QUERY PLAN " + sql)
+        // Parameters stay unbound (NULL): the plan does not depend on their values.
+        var details: [String] = []
+        while try explain.step() {
+            details.append(explain.row.string(at: 3))
+        }
+        return details
+    }
+}
+
+@available(*, unavailable, message: "A statement belongs to its connection; use it inside the connection's closure.")
+extension Statement: Sendable {}

@@ -1,0 +1,104 @@
+internal import FeedSQLite
+public import Foundation
+
+/// The bulk insert path for seeding: many users, posts and likes in one transaction with reused statements.
+///
+/// Inside ``load(into:_:)`` the like-count triggers are suspended; when the body returns, every post's like count
+/// is recomputed from its like rows in one statement and the triggers are restored from their stored SQL, all in
+/// the same transaction, so the invariant holds at commit exactly as it does for single writes. Bulk-loaded rows
+/// have no events: the log is marked as no longer rebuilding the likes table (`log_state.bulk_loaded`).
+///
+/// ```swift
+/// try BulkLoader.load(into: store) { loader in
+///     let user = try loader.addUser(id: "user1", name: "")
+///     let post = try loader.addPost(id: "post1", authorID: "user1", body: "hello", createdAt: Date())
+///     try loader.addLike(userKey: user, postKey: post, createdAt: Date())
+/// }
+/// ```
+public final class BulkLoader {
+    private let insertUser: Statement
+    private let insertPost: Statement
+    private let insertLike: Statement
+    private let db: Connection
+
+    init(_ db: Connection) throws {
+        self.db = db
+        insertUser = try db.makeStatement("INSERT INTO users (id, name, created_at) VALUES (?, ?, ?)")
+        insertPost = try db.makeStatement("INSERT INTO posts (id, author_id, body, created_at) VALUES (?, ?, ?, ?)")
+        insertLike = try db.makeStatement("INSERT INTO likes (user_key, post_key, created_at) VALUES (?, ?, ?)")
+    }
+
+    /// The triggers suspended during a bulk load.
+    static let suspendedTriggers = ["likes_count_insert", "likes_count_delete", "posts_like_count_guard"]
+
+    /// Runs `body` in one IMMEDIATE transaction with the bulk statements, then restores the like-count invariant.
+    ///
+    /// - Parameters:
+    ///   - store: the database.
+    ///   - cacheSizeKiB: page cache for the load (restored afterwards); a fixed bound, so memory does not grow with
+    ///     the number of rows.
+    /// - Throws: what `body` throws (nothing is kept), or ``StorageError``.
+    public static func load<T>(into store: FeedStore, cacheSizeKiB: Int = 65_536, _ body: (BulkLoader) throws -> T) throws -> T {
+        try store.write { db in
+            let previousCache = try db.fetchInt64("PRAGMA cache_size") ?? -2000
+            // PRAGMA takes no parameters; both values are integers, not input.
+            try db.execute("PRAGMA cache_size = " + String(-abs(cacheSizeKiB)))
+            defer { _ = try? db.execute("PRAGMA cache_size = " + String(previousCache)) }
+
+            var triggerSQL: [String] = []
+            for name in suspendedTriggers {
+                guard let sql = try db.fetchOne("SELECT sql FROM sqlite_schema WHERE type = 'trigger' AND name = ?", name, decode: { $0.string(at: 0) }) else {
+                    throw StorageError.sqlite(SQLiteError(code: .error, message: "trigger \(name) is missing from the schema"))
+                }
+                triggerSQL.append(sql)
+            }
+            // DDL is transactional in SQLite: if anything below throws, the triggers come back with the rollback.
+            try db.execute("DROP TRIGGER likes_count_insert; DROP TRIGGER likes_count_delete; DROP TRIGGER posts_like_count_guard;")
+            let result = try body(BulkLoader(db))
+            try db.execute(
+                """
+                UPDATE posts SET like_count = (SELECT count(*) FROM likes l WHERE l.post_key = posts.post_key)
+                WHERE like_count <> (SELECT count(*) FROM likes l WHERE l.post_key = posts.post_key);
+                UPDATE log_state SET bulk_loaded = 1 WHERE bulk_loaded = 0 AND EXISTS (SELECT 1 FROM likes);
+                """)
+            for sql in triggerSQL { try db.execute(sql) }
+            return result
+        }
+    }
+
+    /// Inserts a user and returns its integer key.
+    public func addUser(id: String, name: String, createdAt: Date = Date(timeIntervalSince1970: 0)) throws -> Int64 {
+        try Validation.checkID(id, field: "user id")
+        try Validation.checkName(name)
+        try db.mapErrors({ try insertUser.execute(id, name, millis(createdAt)) }, { error in
+            ResultCode.constraintUnique ~= error.code ? .userAlreadyExists(id) : nil
+        })
+        return db.lastInsertRowID
+    }
+
+    /// Inserts a post by an existing author and returns its integer key.
+    public func addPost(id: String, authorID: String, body: String, createdAt: Date) throws -> Int64 {
+        try Validation.checkID(id, field: "post id")
+        try Validation.checkBody(body)
+        try db.mapErrors({ try insertPost.execute(id, authorID, body, millis(createdAt)) }, { error in
+            if ResultCode.constraintUnique ~= error.code { return .postAlreadyExists(id) }
+            if ResultCode.constraintForeignKey ~= error.code { return .userNotFound(authorID) }
+            return nil
+        })
+        return db.lastInsertRowID
+    }
+
+    /// Inserts a like by integer keys (as returned by ``addUser(id:name:createdAt:)`` and
+    /// ``addPost(id:authorID:body:createdAt:)``).
+    public func addLike(userKey: Int64, postKey: Int64, createdAt: Date) throws {
+        try db.mapErrors { try insertLike.execute(userKey, postKey, millis(createdAt)) }
+    }
+
+    /// Inserts a like by integer keys with a time in milliseconds since 1970 (the fastest path).
+    public func addLike(userKey: Int64, postKey: Int64, createdAtMillis: Int64) throws {
+        try db.mapErrors { try insertLike.execute(userKey, postKey, createdAtMillis) }
+    }
+}
+
+@available(*, unavailable, message: "A bulk loader lives inside its transaction.")
+extension BulkLoader: Sendable {}

@@ -1,0 +1,92 @@
+public import FeedSQLite
+
+/// One broken invariant found by ``InvariantChecker``.
+public struct InvariantViolation: Sendable, Hashable, CustomStringConvertible {
+    /// Which rule is broken, such as `like-count`.
+    public let rule: String
+    /// What was found.
+    public let detail: String
+
+    /// Creates a violation.
+    public init(rule: String, detail: String) {
+        self.rule = rule
+        self.detail = detail
+    }
+
+    /// `rule: detail`.
+    public var description: String { "\(rule): \(detail)" }
+}
+
+/// Checks a FeedSync database: SQLite's integrity check plus the invariants the schema and code promise.
+///
+/// - `integrity`: `PRAGMA integrity_check` and `PRAGMA foreign_key_check` are clean.
+/// - `like-count`: every post's `like_count` equals its like rows.
+/// - `log-order`: seqs are strictly increasing and gap-free from the first retained to the last.
+/// - `log-replay`: when the log is complete (never pruned, never bulk-loaded), replaying its likes and unlikes from
+///   an empty set gives exactly the likes table.
+///
+/// - Complexity: full scans of every table; meant for `feedsync check` and tests, not hot paths.
+public struct InvariantChecker {
+    let db: Connection
+
+    /// A checker over `db` (use a read transaction for a consistent snapshot).
+    public init(_ db: Connection) { self.db = db }
+
+    /// Every violation found; empty when all invariants hold.
+    public func violations() throws -> [InvariantViolation] {
+        var found: [InvariantViolation] = []
+        try db.mapErrors {
+            try db.makeStatement("PRAGMA integrity_check").forEachRow { row in
+                let line = row.string(at: 0)
+                if line != "ok" { found.append(InvariantViolation(rule: "integrity", detail: line)) }
+            }
+            try db.makeStatement("PRAGMA foreign_key_check").forEachRow { row in
+                found.append(InvariantViolation(rule: "integrity", detail: "foreign key violation in \(row.string(at: 0)) row \(row.int64(at: 1))"))
+            }
+            try db.makeStatement(
+                """
+                SELECT p.id, p.like_count, (SELECT count(*) FROM likes l WHERE l.post_key = p.post_key) AS actual
+                FROM posts p WHERE p.like_count <> actual ORDER BY p.post_key
+                """
+            ).forEachRow { row in
+                found.append(InvariantViolation(
+                    rule: "like-count",
+                    detail: "post \"\(row.string(at: 0))\" has like_count \(row.int64(at: 1)) but \(row.int64(at: 2)) like rows"))
+            }
+            var previous: Int64?
+            try db.makeStatement("SELECT seq FROM events ORDER BY rowid").forEachRow { row in
+                let seq = row.int64(at: 0)
+                if let previous, seq != previous + 1 {
+                    found.append(InvariantViolation(rule: "log-order", detail: "seq \(seq) follows seq \(previous)"))
+                }
+                previous = seq
+            }
+        }
+        if try isLogComplete() {
+            var replayed = Set<LikePair>()
+            try EventLog(db).forEach(after: 0) { event in
+                guard let postID = event.postID else { return }
+                switch event.kind {
+                case .liked: replayed.insert(LikePair(userID: event.userID, postID: postID))
+                case .unliked: replayed.remove(LikePair(userID: event.userID, postID: postID))
+                case .postCreated, .userCreated: break
+                }
+            }
+            let actual = try LikeRepository(db).allPairs()
+            for missing in actual.subtracting(replayed).sorted(by: { ($0.postID, $0.userID) < ($1.postID, $1.userID) }).prefix(20) {
+                found.append(InvariantViolation(rule: "log-replay", detail: "like \(missing.userID)→\(missing.postID) is not in the log"))
+            }
+            for extra in replayed.subtracting(actual).sorted(by: { ($0.postID, $0.userID) < ($1.postID, $1.userID) }).prefix(20) {
+                found.append(InvariantViolation(rule: "log-replay", detail: "the log has like \(extra.userID)→\(extra.postID) but the likes table does not"))
+            }
+        }
+        return found
+    }
+
+    /// Whether the log still holds every change since the database was created (never pruned or bulk-loaded).
+    public func isLogComplete() throws -> Bool {
+        try db.mapErrors {
+            try db.fetchInt64("SELECT pruned_through = 0 AND bulk_loaded = 0 FROM log_state WHERE id = 1") == 1
+        }
+    }
+}

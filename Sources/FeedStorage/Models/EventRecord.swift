@@ -1,0 +1,39 @@
+public import Foundation
+
+/// The kind of a change recorded in the event log.
+public enum EventKind: String, Sendable, Hashable, Codable, CaseIterable {
+    /// A user liked a post.
+    case liked
+    /// A user took a like back.
+    case unliked
+    /// A post was created.
+    case postCreated
+    /// A user was created.
+    case userCreated
+}
+
+/// One row of the append-only event log.
+public struct EventRecord: Sendable, Hashable, Codable {
+    /// The position in the log: strictly increasing, gap-free in commit order, never reused.
+    public let seq: Int64
+    /// What happened.
+    public let kind: EventKind
+    /// The acting user (the liker, the author, or the created user).
+    public let userID: String
+    /// The post concerned; `nil` for ``EventKind/userCreated``.
+    public let postID: String?
+    /// The post's like count after the change, for likes and unlikes.
+    public let likeCount: Int?
+    /// When the change was committed.
+    public let at: Date
+
+    /// Creates an event record.
+    public init(seq: Int64, kind: EventKind, userID: String, postID: String?, likeCount: Int?, at: Date) {
+        self.seq = seq
+        self.kind = kind
+        self.userID = userID
+        self.postID = postID
+        self.likeCount = likeCount
+        self.at = at
+    }
+}

@@ -1,1 +1,0 @@
-// Placeholder: the FeedStorage layer is being built.
