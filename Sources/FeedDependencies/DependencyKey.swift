@@ -12,6 +12,10 @@
 /// ``DependencyContext/test`` context (fatal unless a test installs a recording reporter), then
 /// falls back to the live value. `previewValue` defaults to ``liveValue``.
 public protocol DependencyKey: TestDependencyKey {
+    /// The type of the value stored under this key; defaults to the key type itself.
+    /// (Restated here so a key that declares only `liveValue` infers it from that.)
+    associatedtype Value = Self
+
     /// The value handed out in the ``DependencyContext/live`` context when not overridden.
     static var liveValue: Value { get }
 }

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// Where dependency problems go: an unimplemented test value, a key without a live value used
 /// live, or a client's own ``DependencyValues/reportIssue(_:)``.
