@@ -1,0 +1,56 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One delivery in progress on the current thread; frames are stack-allocated and linked.
+struct DeliveryFrame {
+    /// The subscription whose subscriber is being called right now, if any.
+    var current: UnsafeRawPointer?
+    /// The frame of the delivery this one is nested in.
+    var previous: UnsafeMutablePointer<DeliveryFrame>?
+}
+
+/// Per-thread record of the deliveries in progress, so `cancel()` can tell a reentrant call
+/// (from inside the subscriber's own callback on this thread) from a call on another thread.
+enum DeliveryFrames {
+    /// The thread-specific slot holding the innermost frame of the current thread.
+    static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        let status = pthread_key_create(&key, nil)
+        precondition(status == 0, "FeedPublishers: pthread_key_create failed (\(status))")
+        return key
+    }()
+
+    /// Runs `body` with a fresh frame pushed for the current thread.
+    static func withFrame<R>(_ body: (UnsafeMutablePointer<DeliveryFrame>) -> R) -> R {
+        let key = key
+        let previous = pthread_getspecific(key)?.assumingMemoryBound(to: DeliveryFrame.self)
+        var frame = DeliveryFrame(current: nil, previous: previous)
+        return withUnsafeMutablePointer(to: &frame) { pointer in
+            pthread_setspecific(key, pointer)
+            defer { pthread_setspecific(key, previous) }
+            return body(pointer)
+        }
+    }
+
+    /// How many deliveries to `object` are in progress on the current thread.
+    static func count(of object: AnyObject) -> Int {
+        let identity = UnsafeRawPointer(Unmanaged.passUnretained(object).toOpaque())
+        var count = 0
+        var next = pthread_getspecific(key)?.assumingMemoryBound(to: DeliveryFrame.self)
+        while let frame = next {
+            if frame.pointee.current == identity { count += 1 }
+            next = frame.pointee.previous
+        }
+        return count
+    }
+
+    /// Gives the processor to another thread while waiting for a delivery elsewhere to finish.
+    static func pause(_ spins: Int) {
+        if spins > 64 { sched_yield() }
+    }
+}

@@ -1,0 +1,101 @@
+import Synchronization
+
+/// The shared engine of every subject: the subscriber list, the completion and the current value.
+///
+/// The subscriber list is an immutable snapshot (copy-on-write array) replaced on subscribe and
+/// cancel; `send` takes one lock to read it, then delivers outside the lock, so subscribers may
+/// send, subscribe or cancel from inside their callbacks.
+final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
+    typealias Conduit = any SubjectConduit<Output, Failure>
+
+    struct State {
+        var conduits: ContiguousArray<Conduit> = []
+        var completion: Subscribers.Completion<Failure>?
+        var value: Output?
+        /// Incremented by every accepted `send`; current-value subscriptions use it to skip stale values.
+        var version = 0
+    }
+
+    let state: Mutex<State>
+    let replaysValue: Bool
+
+    init(value: Output?) {
+        replaysValue = value != nil
+        state = Mutex(State(value: value))
+    }
+
+    // MARK: - Reading
+
+    var currentValue: Output? {
+        state.withLock { $0.value }
+    }
+
+    /// The current value and its version, or `nil` once completed.
+    var currentValueAndVersion: (Output, Int)? {
+        state.withLock { state -> (Output, Int)? in
+            guard state.completion == nil, let value = state.value else { return nil }
+            return (value, state.version)
+        }
+    }
+
+    var isCompleted: Bool {
+        state.withLock { $0.completion != nil }
+    }
+
+    // MARK: - Sending
+
+    func send(_ value: Output) {
+        let snapshot = state.withLock { state -> (ContiguousArray<Conduit>, Int)? in
+            guard state.completion == nil else { return nil }
+            state.version &+= 1
+            if replaysValue { state.value = value }
+            return (state.conduits, state.version)
+        }
+        guard let (conduits, version) = snapshot, !conduits.isEmpty else { return }
+        DeliveryFrames.withFrame { frame in
+            for conduit in conduits {
+                conduit.deliver(value, version: version, frame: frame)
+            }
+        }
+    }
+
+    func send(completion: Subscribers.Completion<Failure>) {
+        let conduits = state.withLock { state -> ContiguousArray<Conduit>? in
+            guard state.completion == nil else { return nil }
+            state.completion = completion
+            let conduits = state.conduits
+            state.conduits = []
+            return conduits
+        }
+        guard let conduits else { return }
+        for conduit in conduits {
+            conduit.complete(completion)
+        }
+    }
+
+    // MARK: - Subscribing
+
+    func subscribe<S: Subscriber>(_ subscriber: S) where S.Input == Output, S.Failure == Failure {
+        let conduit = SubjectSubscription(downstream: subscriber, core: self, replays: replaysValue)
+        let completion = state.withLock { state -> Subscribers.Completion<Failure>? in
+            if let completion = state.completion { return completion }
+            state.conduits.append(conduit)
+            return nil
+        }
+        if let completion {
+            subscriber.receive(subscription: EmptySubscription())
+            subscriber.receive(completion: completion)
+            return
+        }
+        subscriber.receive(subscription: conduit)
+        conduit.handOver()
+    }
+
+    func remove(_ conduit: AnyObject) {
+        state.withLock { state in
+            if let index = state.conduits.firstIndex(where: { $0 === conduit }) {
+                state.conduits.remove(at: index)
+            }
+        }
+    }
+}

@@ -1,1 +1,0 @@
-// Placeholder: the FeedPublishers layer is being built.

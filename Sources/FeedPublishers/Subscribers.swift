@@ -1,0 +1,2 @@
+/// A namespace for subscriber-related types: `Demand`, `Completion` and `Sink`.
+public enum Subscribers {}
