@@ -35,7 +35,7 @@ private struct UUIDFeature {
     }
 }
 
-@Suite(.dependencies()) struct SeedReducerTests {
+@MainActor @Suite(.dependencies()) struct SeedReducerTests {
     @Test func tapMakesAnIdAtOnceAndAnotherOneSecondLater() async throws {
         let clock = TestClock()
         let tappedAt = Date(timeIntervalSince1970: 1_700_000_000)

@@ -1,7 +1,9 @@
 import FeedDependencies
 import Testing
 
-@Suite struct TestClockTests {
+/// On the main actor, woken sleepers run in the order the clock resumes them, so the order
+/// and the instant each one observes are deterministic.
+@MainActor @Suite struct TestClockTests {
     @Test func sleeperWakesExactlyAtItsDeadline() async throws {
         let sut = TestClock()
         let woke = Recorder<VirtualInstant>()

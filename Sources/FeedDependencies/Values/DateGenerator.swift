@@ -1,5 +1,4 @@
 public import Foundation
-import Synchronization
 
 /// Produces the current date: `@Dependency(\.date) var date; date()` or
 /// `@Dependency(\.date.now) var now`.

@@ -16,6 +16,11 @@ import Synchronization
 /// task can run; a sleep it starts that is due within the same advance is honoured if it is
 /// registered before the advance passes its deadline. A sleep whose deadline is not after
 /// ``now`` returns at once. A cancelled sleeper throws `CancellationError`.
+///
+/// The clock resumes sleepers in deadline order; when the sleeping tasks share a serial
+/// executor with the test (for example all on the main actor), they also *run* in that order
+/// and each sees ``now`` equal to its own deadline. On the concurrent pool, woken tasks run in
+/// parallel, so wait for their effects (bounded) before asserting.
 public final class TestClock: Clock, Sendable {
     /// Instants of this clock.
     public typealias Instant = VirtualInstant
