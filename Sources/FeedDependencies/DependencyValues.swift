@@ -1,5 +1,5 @@
 /// The set of dependencies visible to the current task: a value per key, overridable in a
-/// scope with ``withDependencies(_:operation:)-(_,()->R)``.
+/// scope with `withDependencies(_:operation:)`.
 ///
 /// Expose a key as a property so it can be read with `@Dependency(\.apiManager)` and set with
 /// `withDependencies { $0.apiManager = … }`:
@@ -19,7 +19,7 @@
 /// once and then shared by every copy of this instance until ``context`` changes. Sharing is
 /// what makes a stateful default such as `UUIDGenerator.incrementing` count across reads.
 public struct DependencyValues: Sendable {
-    /// The values of the current task. Bound by ``withDependencies(_:operation:)-(_,()->R)``;
+    /// The values of the current task. Bound by `withDependencies(_:operation:)`;
     /// child tasks (`async let`, task groups, `Task { }`) inherit the binding, detached tasks
     /// see the unbound default (a fresh ``DependencyContext/live`` set).
     @TaskLocal public static var current = DependencyValues()
