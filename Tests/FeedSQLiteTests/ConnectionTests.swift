@@ -91,7 +91,7 @@ import Testing
                 try db.run("INSERT INTO t VALUES (2)")
                 throw Boom()
             }
-            try db.savepoint { db in try db.run("INSERT INTO t VALUES (3)") }
+            _ = try db.savepoint { db in try db.run("INSERT INTO t VALUES (3)") }
         }
         #expect(try db.fetchAll("SELECT x FROM t ORDER BY x", decode: { $0.int64(at: 0) }) == [1, 3])
     }

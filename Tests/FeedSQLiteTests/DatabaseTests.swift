@@ -7,7 +7,7 @@ import Testing
     @Test func readWhileAnotherConnectionHoldsAWriteTransactionNeitherBlocksNorFails() throws {
         let dir = TemporaryDirectory()
         let database = try Database(path: dir.file("db.sqlite"))
-        try database.write { db in
+        try database.write { db throws in
             try db.execute("CREATE TABLE t (x INTEGER)")
             try db.run("INSERT INTO t VALUES (1)")
         }
@@ -84,7 +84,7 @@ import Testing
 
     @Test func inMemoryDatabaseServesReadsFromItsWriter() throws {
         let database = try Database.inMemory()
-        try database.write { db in
+        try database.write { db throws in
             try db.execute("CREATE TABLE t (x INTEGER)")
             try db.run("INSERT INTO t VALUES (7)")
         }
@@ -100,7 +100,7 @@ import Testing
             for i in 0..<50 {
                 do {
                     if worker % 2 == 0 {
-                        try database.write { db in
+                        try database.write { db throws in
                             try db.run("INSERT INTO t VALUES (?)", i)
                             try db.run("INSERT INTO t VALUES (?)", -i)
                         }

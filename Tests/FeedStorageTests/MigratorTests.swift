@@ -11,7 +11,7 @@ import Testing
         let database = try Database(path: dir.file("db.sqlite"))
         let applied = try Migrator.embedded.migrate(database)
         #expect(applied == Migrator.embedded.migrations.map(\.version))
-        try database.read { db in
+        try database.read { db throws in
             #expect(try Migrator.embedded.currentVersion(db) == Migrator.embedded.latestVersion)
             #expect(try db.fetchInt64("PRAGMA user_version") == Int64(Migrator.embedded.latestVersion))
             let records = try Migrator.embedded.appliedMigrations(db)
@@ -100,10 +100,11 @@ import Testing
             Migration(version: 2, name: "broken", sql: "CREATE TABLE b (x); INSERT INTO nowhere VALUES (1);"),
         ])
         #expect(throws: SQLiteError.self) { try broken.migrate(database) }
-        try database.read { db in
-            #expect(try broken.currentVersion(db) == 1)
-            #expect(try db.fetchInt64("SELECT count(*) FROM sqlite_schema WHERE name = 'b'") == 0)
+        let (version, tables) = try database.read { db throws in
+            (try broken.currentVersion(db), try db.fetchInt64("SELECT count(*) FROM sqlite_schema WHERE name = 'b'"))
         }
+        #expect(version == 1)
+        #expect(tables == 0)
     }
 
     @Test func embeddedMigrationTextEqualsTheFiles() throws {

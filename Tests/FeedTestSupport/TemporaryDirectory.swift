@@ -9,7 +9,7 @@ public final class TemporaryDirectory: Sendable {
     public init(_ label: String = "feedsync") {
         let base = FileManager.default.temporaryDirectory.path
         var template = Array("\(base)/\(label)-XXXXXX".utf8CString)
-        let created = template.withUnsafeMutableBufferPointer { buffer in mkdtemp(buffer.baseAddress) }
+        let created = template.withUnsafeMutableBufferPointer { buffer in mkdtemp(buffer.baseAddress!) }
         precondition(created != nil, "cannot create a temporary directory under \(base)")
         path = String(cString: template.withUnsafeBufferPointer { $0.baseAddress! })
     }
