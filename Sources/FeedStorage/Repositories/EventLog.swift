@@ -24,6 +24,25 @@ public struct EventLog {
         return EventRecord(seq: seq, kind: kind, userID: userID, postID: postID, likeCount: likeCount, at: date(millis: stamp))
     }
 
+    /// Appends a like or unlike event whose like count is read from the post in the same statement.
+    ///
+    /// - Precondition: `kind` is ``EventKind/liked`` or ``EventKind/unliked``.
+    public func appendLikeChange(_ kind: EventKind, userID: String, postID: String, postKey: Int64, at time: Date) throws -> EventRecord {
+        precondition(kind == .liked || kind == .unliked, "API Violation: appendLikeChange with \(kind)")
+        let stamp = millis(time)
+        let row = try db.mapErrors {
+            try db.fetchOne(
+                """
+                INSERT INTO events (kind, user_id, post_id, like_count, at)
+                VALUES (?, ?, ?, (SELECT like_count FROM posts WHERE post_key = ?), ?) RETURNING seq, like_count
+                """,
+                kind.rawValue, userID, postID, postKey, stamp
+            ) { ($0.int64(at: 0), $0.int(at: 1)) }
+        }
+        guard let row else { throw StorageError.sqlite(SQLiteError(code: .error, message: "INSERT … RETURNING gave no seq")) }
+        return EventRecord(seq: row.0, kind: kind, userID: userID, postID: postID, likeCount: row.1, at: date(millis: stamp))
+    }
+
     /// Calls `body` for every event with `seq > after`, in order, up to `limit` events (all when `nil`).
     ///
     /// Streams rows without materialising the whole range.

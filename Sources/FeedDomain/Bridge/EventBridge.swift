@@ -1,0 +1,60 @@
+public import FeedPublishers
+public import FeedStorage
+
+/// Where committed changes go out: seed 004's `GlobalEventBridge`, without the global singleton.
+///
+/// Create one per database (``FeedService`` does) and hand it to whoever needs it. Outside code can only
+/// subscribe: ``likePublisher`` and ``changes`` are sealed read-only handles that cannot be cast or reflected back
+/// into anything that sends. Only the domain publishes, and only after the change's transaction has committed,
+/// in `seq` order, each event once.
+///
+/// ```swift
+/// let bridge = EventBridge { print("👍 Like event: \($0)") }
+/// bridge.likePublisher
+///     .sink { event in
+///         switch event {
+///         case let .liked(postID): likedPostIDs.insert(postID)
+///         case let .unliked(postID): likedPostIDs.remove(postID)
+///         }
+///     }
+///     .store(in: &cancellables)
+/// ```
+///
+/// Sinks run synchronously on the thread that committed the change (or, for changes from other processes, on
+/// the thread that read them from the log); use `receive(on:)` to move them.
+public final class EventBridge: Sendable {
+    private let likeEvent: EventPublisher<LikeEvent>
+    private let changeSubject = PassthroughPublisher<EventRecord, Never>()
+    private let sealedLikes: AnyPublisher<LikeEvent, Never>
+    private let sealedChanges: AnyPublisher<EventRecord, Never>
+    let sequencer: EventSequencer
+
+    /// Creates a bridge.
+    ///
+    /// - Parameter logger: called once per like event, before delivery (seed 004's `EventPublisher` logger).
+    public init(logger: @escaping @Sendable (LikeEvent) -> Void = { _ in }) {
+        likeEvent = EventPublisher(logger: logger)
+        sealedLikes = likeEvent.publisher()
+        sealedChanges = changeSubject.sealed()
+        sequencer = EventSequencer()
+        sequencer.deliver = { [likeEvent, changeSubject] events in
+            for event in events {
+                changeSubject.send(event)
+                switch event.kind {
+                case .liked: if let postID = event.postID { likeEvent.send(.liked(postID: postID)) }
+                case .unliked: if let postID = event.postID { likeEvent.send(.unliked(postID: postID)) }
+                case .postCreated, .userCreated: break
+                }
+            }
+        }
+    }
+
+    /// Likes and unlikes, as `LikeEvent.liked(postID:)` / `.unliked(postID:)`.
+    public var likePublisher: AnyPublisher<LikeEvent, Never> { sealedLikes }
+
+    /// Every committed change with its seq, kind, user, post, new like count and time.
+    public var changes: AnyPublisher<EventRecord, Never> { sealedChanges }
+
+    /// The highest seq handed to subscribers so far (0 before the first).
+    public var lastDeliveredSeq: Int64 { sequencer.lastDeliveredSeq }
+}

@@ -1,0 +1,97 @@
+public import FeedStorage
+internal import FeedSQLite
+
+/// An error from a FeedSync command or query: what was wrong, naming the value.
+///
+/// Data errors (unknown ids, invalid ids or text, duplicates) are distinct from database errors (cannot open,
+/// busy, newer schema), so a front end can map them to different exit statuses. Values are shortened to 64
+/// characters in descriptions: an error never echoes more of a user's data than needed to name it.
+public enum FeedError: Error, Sendable, Hashable {
+    /// No user has this id.
+    case userNotFound(String)
+    /// No post has this id.
+    case postNotFound(String)
+    /// A user with this id exists already.
+    case userAlreadyExists(String)
+    /// A post with this id exists already.
+    case postAlreadyExists(String)
+    /// An id or a text breaks the rules (empty, too long, forbidden characters).
+    case invalidValue(field: String, value: String, reason: String)
+    /// A page size outside `1...maximum`.
+    case invalidLimit(Int, maximum: Int)
+    /// The database failed; the storage error says how.
+    case storage(StorageError)
+
+    /// The broad kind of failure, for exit statuses and retry decisions.
+    public enum Category: Sendable, Hashable {
+        /// Bad data from the caller: unknown or invalid ids and text, duplicates, limits.
+        case data
+        /// The database cannot be used: not a database, cannot open, read-only, newer schema.
+        case database
+        /// Another connection held a lock beyond the busy timeout; retrying later may succeed.
+        case busy
+    }
+
+    /// The broad kind of this failure.
+    public var category: Category {
+        switch self {
+        case .userNotFound, .postNotFound, .userAlreadyExists, .postAlreadyExists, .invalidValue, .invalidLimit: .data
+        case .storage(.busy): .busy
+        case .storage(.constraintViolation), .storage(.userNotFound), .storage(.postNotFound),
+            .storage(.userAlreadyExists), .storage(.postAlreadyExists):
+            .data
+        case .storage: .database
+        }
+    }
+
+    /// Maps a storage error to the domain's cases, attaching the offending value where the storage error lacks it.
+    init(_ error: StorageError, value: String? = nil) {
+        switch error {
+        case .userNotFound(let id): self = .userNotFound(id)
+        case .postNotFound(let id): self = .postNotFound(id)
+        case .userAlreadyExists(let id): self = .userAlreadyExists(id)
+        case .postAlreadyExists(let id): self = .postAlreadyExists(id)
+        case .constraintViolation(let field, let reason): self = .invalidValue(field: field, value: value ?? "", reason: reason)
+        default: self = .storage(error)
+        }
+    }
+
+    /// Wraps any error thrown below the domain.
+    static func wrap(_ error: any Error, value: String? = nil) -> FeedError {
+        switch error {
+        case let error as FeedError: error
+        case let error as StorageError: FeedError(error, value: value)
+        default: .storage(.sqlite(.init(code: .error, message: String(describing: error))))
+        }
+    }
+}
+
+extension FeedError: CustomStringConvertible {
+    /// One line naming the problem and the value.
+    public var description: String {
+        switch self {
+        case .userNotFound(let id): "no user \(FeedError.quoted(id))"
+        case .postNotFound(let id): "no post \(FeedError.quoted(id))"
+        case .userAlreadyExists(let id): "user \(FeedError.quoted(id)) exists already"
+        case .postAlreadyExists(let id): "post \(FeedError.quoted(id)) exists already"
+        case .invalidValue(let field, let value, let reason):
+            value.isEmpty ? "invalid \(field): \(reason)" : "invalid \(field) \(FeedError.quoted(value)): \(reason)"
+        case .invalidLimit(let limit, let maximum): "invalid limit \(limit): use 1 to \(maximum)"
+        case .storage(let error): error.description
+        }
+    }
+
+    /// `"value"`, shortened to 64 characters and with control characters escaped, so it is safe on a terminal.
+    public static func quoted(_ value: String) -> String {
+        var text = ""
+        for scalar in value.unicodeScalars.prefix(64) {
+            if scalar.properties.generalCategory == .control || scalar == "\"" || scalar == "\\" {
+                text += scalar.escaped(asASCII: true)
+            } else {
+                text.unicodeScalars.append(scalar)
+            }
+        }
+        if value.unicodeScalars.count > 64 { text += "…" }
+        return "\"" + text + "\""
+    }
+}

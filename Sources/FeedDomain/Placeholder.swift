@@ -1,1 +1,0 @@
-// Placeholder: the FeedDomain layer is being built.

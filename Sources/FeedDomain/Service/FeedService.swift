@@ -1,0 +1,224 @@
+internal import FeedDependencies
+public import FeedSQLite
+public import FeedStorage
+internal import Foundation
+internal import Synchronization
+
+/// The one public API for FeedSync's commands and queries; the CLI and library users both call it.
+///
+/// Commands are idempotent and transactional: a changing command writes its rows, the post's like count (through
+/// the schema's triggers) and exactly one event row in one IMMEDIATE transaction; a command that changes nothing
+/// writes nothing and emits nothing. Events go out through ``bridge`` only after the commit, in seq order, and have
+/// reached every subscriber by the time the command returns.
+///
+/// ```swift
+/// let service = try FeedService(path: "/tmp/feed.sqlite")
+/// try service.createUser(id: "user1")
+/// let post = try service.createPost(id: "post1", authorID: "user1", body: "Hello")
+/// let result = try service.like(userID: "user1", postID: post.id)   // result.changed == true
+/// let again = try service.like(userID: "user1", postID: post.id)    // again.changed == false, seq == nil
+/// ```
+///
+/// Time and generated ids come from the `date` and `uuid` dependencies captured when the service is created.
+public final class FeedService: Sendable {
+    /// The database.
+    public let store: FeedStore
+    /// Where committed changes are published.
+    public let bridge: EventBridge
+    /// The largest page a feed query returns.
+    public static let maximumPageSize = 1000
+
+    private let date: DateGenerator
+    private let uuid: UUIDGenerator
+    private let userKeys = Mutex<[String: Int64]>([:])
+
+    /// Creates a service over an open store.
+    ///
+    /// - Parameters:
+    ///   - store: the database.
+    ///   - bridge: where events go out; a new one by default.
+    public init(store: FeedStore, bridge: EventBridge = EventBridge()) throws(FeedError) {
+        @Dependency(\.date) var date
+        @Dependency(\.uuid) var uuid
+        self.store = store
+        self.bridge = bridge
+        self.date = date
+        self.uuid = uuid
+        do {
+            let last = try store.unsafeRead { db in try EventLog(db).lastSeq() }
+            bridge.sequencer.setBaseline(last)
+        } catch {
+            throw FeedError.wrap(error)
+        }
+    }
+
+    /// Opens (creating and migrating if needed) the database file at `path` and creates a service over it.
+    public convenience init(path: String, configuration: Configuration = Configuration(), bridge: EventBridge = EventBridge()) throws(FeedError) {
+        let store: FeedStore
+        do {
+            store = try FeedStore(path: path, configuration: configuration)
+        } catch {
+            throw FeedError.storage(error)
+        }
+        try self.init(store: store, bridge: bridge)
+    }
+
+    // MARK: - Users and posts
+
+    /// Creates a user.
+    ///
+    /// - Throws: ``FeedError/invalidValue(field:value:reason:)``, ``FeedError/userAlreadyExists(_:)``.
+    @discardableResult
+    public func createUser(id: String, name: String = "") throws(FeedError) -> User {
+        try validateID(id, field: "user id")
+        try validate(name, field: "user name", Validation.checkName)
+        let now = date.now
+        return try commit(value: id) { db, events in
+            try UserRepository(db).insert(id: id, name: name, at: now)
+            events.append(try EventLog(db).append(kind: .userCreated, userID: id, postID: nil, likeCount: nil, at: now))
+            return User(id: id, name: name, createdAt: events[events.count - 1].at)
+        }
+    }
+
+    /// Creates a post.
+    ///
+    /// - Parameters:
+    ///   - id: the post's id; when `nil`, one is generated from the `uuid` dependency as `post-<uuid>` (lowercase).
+    ///   - authorID: an existing user.
+    ///   - body: 1 to 10,000 characters.
+    /// - Throws: ``FeedError/invalidValue(field:value:reason:)``, ``FeedError/userNotFound(_:)``,
+    ///   ``FeedError/postAlreadyExists(_:)``.
+    @discardableResult
+    public func createPost(id: String? = nil, authorID: String, body: String) throws(FeedError) -> Post {
+        let postID = id ?? "post-" + uuid().uuidString.lowercased()
+        try validateID(postID, field: "post id")
+        try validateID(authorID, field: "author id")
+        try validate(body, field: "post text", Validation.checkBody)
+        let now = date.now
+        return try commit(value: postID) { db, events in
+            let post = try PostRepository(db).insert(id: postID, authorID: authorID, body: body, at: now)
+            events.append(try EventLog(db).append(kind: .postCreated, userID: authorID, postID: postID, likeCount: nil, at: now))
+            return post
+        }
+    }
+
+    // MARK: - Likes
+
+    /// Likes a post; liking a liked post changes nothing (`changed == false`, `seq == nil`).
+    ///
+    /// - Throws: ``FeedError/userNotFound(_:)``, ``FeedError/postNotFound(_:)``, ``FeedError/invalidValue(field:value:reason:)``.
+    @discardableResult
+    public func like(userID: String, postID: String) throws(FeedError) -> LikeResult {
+        try perform([LikeCommand(.like, userID: userID, postID: postID)])[0]
+    }
+
+    /// Takes a like back; unliking an unliked post changes nothing.
+    @discardableResult
+    public func unlike(userID: String, postID: String) throws(FeedError) -> LikeResult {
+        try perform([LikeCommand(.unlike, userID: userID, postID: postID)])[0]
+    }
+
+    /// Likes the post when the user does not like it yet, unlikes it otherwise.
+    @discardableResult
+    public func toggle(userID: String, postID: String) throws(FeedError) -> LikeResult {
+        try perform([LikeCommand(.toggle, userID: userID, postID: postID)])[0]
+    }
+
+    /// Runs several like commands in one transaction: all commit or none does; events go out after the commit.
+    ///
+    /// - Returns: one result per command, in order.
+    public func perform(_ commands: [LikeCommand]) throws(FeedError) -> [LikeResult] {
+        for command in commands {
+            try validateID(command.userID, field: "user id")
+            try validateID(command.postID, field: "post id")
+        }
+        let now = date.now
+        return try commit(value: nil) { db, events in
+            var results: [LikeResult] = []
+            results.reserveCapacity(commands.count)
+            let likes = LikeRepository(db)
+            for command in commands {
+                let keys = try likes.keys(userID: command.userID, postID: command.postID)
+                let change: EventKind?
+                switch command.action {
+                case .like:
+                    change = try likes.insert(userKey: keys.user, postKey: keys.post, at: now) ? .liked : nil
+                case .unlike:
+                    change = try likes.delete(userKey: keys.user, postKey: keys.post) ? .unliked : nil
+                case .toggle:
+                    if try likes.delete(userKey: keys.user, postKey: keys.post) {
+                        change = .unliked
+                    } else {
+                        try likes.insert(userKey: keys.user, postKey: keys.post, at: now)
+                        change = .liked
+                    }
+                }
+                if let change {
+                    let event = try EventLog(db).appendLikeChange(
+                        change, userID: command.userID, postID: command.postID, postKey: keys.post, at: now)
+                    events.append(event)
+                    results.append(LikeResult(
+                        postID: command.postID, userID: command.userID, liked: change == .liked,
+                        likeCount: event.likeCount ?? 0, changed: true, seq: event.seq))
+                } else {
+                    let count = try PostRepository(db).likeCount(postKey: keys.post) ?? 0
+                    results.append(LikeResult(
+                        postID: command.postID, userID: command.userID, liked: command.action == .like,
+                        likeCount: count, changed: false, seq: nil))
+                }
+            }
+            return results
+        }
+    }
+
+    // MARK: - Internals
+
+    /// Runs `body` in a write transaction, then publishes the events it appended (plus any other process's events
+    /// committed since the last published one) in seq order, after the commit.
+    func commit<T>(value: String?, _ body: (Connection, inout [EventRecord]) throws -> T) throws(FeedError) -> T {
+        let sequencer = bridge.sequencer
+        var ticket: EventSequencer.Ticket?
+        var events: [EventRecord] = []
+        do {
+            let result = try store.write { db in
+                ticket = sequencer.reserve()
+                let result = try body(db, &events)
+                if let first = events.first?.seq, let queued = sequencer.lastQueuedSeq, first > queued + 1 {
+                    // Another process committed in between: its events go out first, in order.
+                    let missing = try EventLog(db).events(after: queued, limit: Int(first - queued - 1))
+                    events.insert(contentsOf: missing, at: 0)
+                }
+                if let last = events.last?.seq { sequencer.markQueued(through: last) }
+                return result
+            }
+            if let ticket { sequencer.complete(ticket, with: events) }
+            return result
+        } catch {
+            if let ticket { sequencer.cancel(ticket) }
+            throw FeedError.wrap(error, value: value)
+        }
+    }
+
+    func validateID(_ id: String, field: String) throws(FeedError) {
+        try validate(id, field: field) { value throws(StorageError) in try Validation.checkID(value, field: field) }
+    }
+
+    func validate(_ value: String, field: String, _ check: (String) throws(StorageError) -> Void) throws(FeedError) {
+        do {
+            try check(value)
+        } catch {
+            if case .constraintViolation(_, let reason) = error {
+                throw FeedError.invalidValue(field: field, value: value, reason: reason)
+            }
+            throw FeedError.storage(error)
+        }
+    }
+
+    /// The integer key of a viewer, cached: users are never deleted, so a key never changes.
+    func viewerKey(_ viewerID: String, db: Connection) throws -> Int64 {
+        if let key = userKeys.withLock({ $0[viewerID] }) { return key }
+        guard let key = try UserRepository(db).key(for: viewerID) else { throw FeedError.userNotFound(viewerID) }
+        userKeys.withLock { $0[viewerID] = key }
+        return key
+    }
+}
