@@ -1,0 +1,99 @@
+import FeedPublishers
+import Synchronization
+import Testing
+
+@Suite struct StressTests {
+    /// One sink's check: values strictly increasing, none after cancel returned.
+    final class OrderCheck: Sendable {
+        private struct State {
+            var last = Int.min
+            var count = 0
+            var violations = 0
+        }
+
+        private let state = Mutex(State())
+        let cancelReturned = Atomic<Bool>(false)
+        let lateDeliveries = Atomic<Int>(0)
+
+        func record(_ value: Int) {
+            if cancelReturned.load(ordering: .sequentiallyConsistent) {
+                lateDeliveries.wrappingAdd(1, ordering: .relaxed)
+            }
+            state.withLock { state in
+                if value <= state.last { state.violations += 1 }
+                state.last = value
+                state.count += 1
+            }
+        }
+
+        var violations: Int { state.withLock { $0.violations } }
+        var count: Int { state.withLock { $0.count } }
+    }
+
+    @Test func concurrentSendSubscribeAndCancelKeepEachSubscriberInOrder() {
+        let events = 20_000
+        let passthrough = PassthroughPublisher<Int, Never>()
+        let current = CurrentValuePublisher<Int, Never>(-1)
+        let sendersDone = Atomic<Int>(0)
+        let checks = Mutex<[OrderCheck]>([])
+        let finished = runOnThreads(4) { index in
+            switch index {
+            case 0:
+                for value in 0..<events { passthrough.send(value) }
+                sendersDone.wrappingAdd(1, ordering: .sequentiallyConsistent)
+            case 1:
+                for value in 0..<events { current.send(value) }
+                sendersDone.wrappingAdd(1, ordering: .sequentiallyConsistent)
+            default:
+                var round = 0
+                while sendersDone.load(ordering: .sequentiallyConsistent) < 2 || round < 4 {
+                    round += 1
+                    let check = OrderCheck()
+                    let other = OrderCheck()
+                    checks.withLock { $0.append(contentsOf: [check, other]) }
+                    let publisher: AnyPublisher<Int, Never> =
+                        round.isMultiple(of: 2) ? passthrough.eraseToAnyPublisher() : current.eraseToAnyPublisher()
+                    let token = publisher.sink { check.record($0) }
+                    let mapped = publisher.map { $0 * 2 }.filter { $0 >= 0 }.sink { other.record($0) }
+                    // Hold the subscriptions while values flow (bounded), then cancel.
+                    var spins = 0
+                    while check.count < 50 && spins < 100_000 && sendersDone.load(ordering: .relaxed) < 2 { spins += 1 }
+                    token.cancel()
+                    check.cancelReturned.store(true, ordering: .sequentiallyConsistent)
+                    mapped.cancel()
+                    other.cancelReturned.store(true, ordering: .sequentiallyConsistent)
+                }
+            }
+        }
+        #expect(finished)
+        let all = checks.withLock { $0 }
+        #expect(all.count >= 8)
+        #expect(all.reduce(0) { $0 + $1.violations } == 0, "each subscriber saw an in-order, duplicate-free sequence")
+        #expect(all.reduce(0) { $0 + $1.lateDeliveries.load(ordering: .relaxed) } == 0, "nothing after cancel returned")
+    }
+
+    @Test func concurrentSendersEachKeepTheirOwnOrder() {
+        let senders = 3
+        let events = 20_000
+        let sut = PassthroughPublisher<Int, Never>()
+        let lasts = Mutex([Int](repeating: -1, count: senders))
+        let violations = Atomic<Int>(0)
+        let total = Atomic<Int>(0)
+        let token = sut.sink { tagged in
+            let sender = tagged % senders
+            let sequence = tagged / senders
+            lasts.withLock { lasts in
+                if sequence <= lasts[sender] { violations.wrappingAdd(1, ordering: .relaxed) }
+                lasts[sender] = sequence
+            }
+            total.wrappingAdd(1, ordering: .relaxed)
+        }
+        let finished = runOnThreads(senders) { sender in
+            for sequence in 0..<events { sut.send(sequence * senders + sender) }
+        }
+        #expect(finished)
+        #expect(violations.load(ordering: .relaxed) == 0)
+        #expect(total.load(ordering: .relaxed) == senders * events)
+        token.cancel()
+    }
+}
