@@ -104,6 +104,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "FeedDomainTests",
+            dependencies: ["FeedDomain", "FeedStorage", "FeedSQLite", "FeedPublishers", "FeedDependencies", "FeedTestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "FeedPublishersTests",
             dependencies: ["FeedPublishers"],
             swiftSettings: strictSettings

@@ -1,0 +1,207 @@
+import FeedDependencies
+import FeedDomain
+import FeedPublishers
+import FeedStorage
+import FeedTestSupport
+import Foundation
+import Testing
+
+@Suite struct FeedServiceTests {
+    @Test func likeChangesOnceAndIsIdempotent() throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        let first = try service.like(userID: "user2", postID: "post2")
+        #expect(first.changed && first.liked && first.likeCount == 1)
+        let seq = try #require(first.seq)
+        let again = try service.like(userID: "user2", postID: "post2")
+        #expect(again == LikeResult(postID: "post2", userID: "user2", liked: true, likeCount: 1, changed: false, seq: nil))
+        #expect(try service.events(after: seq).isEmpty)
+        let unliked = try service.unlike(userID: "user2", postID: "post2")
+        #expect(unliked.changed && !unliked.liked && unliked.likeCount == 0 && unliked.seq == seq + 1)
+        let unlikedAgain = try service.unlike(userID: "user2", postID: "post2")
+        #expect(!unlikedAgain.changed && unlikedAgain.seq == nil && unlikedAgain.likeCount == 0)
+        #expect(try service.events(after: seq).count == 1)
+    }
+
+    @Test func toggleAlternates() throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        #expect(try service.toggle(userID: "user1", postID: "post1").liked)
+        #expect(try !service.toggle(userID: "user1", postID: "post1").liked)
+        #expect(try service.toggle(userID: "user1", postID: "post1").liked)
+        #expect(try service.check().isEmpty)
+    }
+
+    @Test func changingCommandWritesLikeCountAndExactlyOneEvent() throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        let before = try service.status()
+        let result = try service.like(userID: "user3", postID: "post1")
+        let after = try service.status()
+        #expect(after.likes == before.likes + 1)
+        #expect(after.events == before.events + 1)
+        #expect(after.lastSeq == result.seq)
+        let event = try #require(try service.events(after: before.lastSeq).first)
+        #expect(event.kind == .liked && event.userID == "user3" && event.postID == "post1" && event.likeCount == 1)
+    }
+
+    @Test func unknownAndInvalidIdsAreTypedErrorsAndWriteNothing() throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        let before = try service.status()
+        #expect(throws: FeedError.postNotFound("post9")) { try service.like(userID: "user1", postID: "post9") }
+        #expect(throws: FeedError.userNotFound("nobody")) { try service.like(userID: "nobody", postID: "post1") }
+        let invalid = try #require(throws: FeedError.self) { try service.like(userID: "user1", postID: "") }
+        #expect(invalid.category == .data)
+        #expect("\(invalid)".contains("post id"))
+        let injection = try #require(throws: FeedError.self) { try service.createPost(id: "x'; DROP TABLE posts;--", authorID: "user1", body: "b") }
+        guard case .invalidValue(let field, _, _) = injection else { Issue.record("\(injection)"); return }
+        #expect(field == "post id")
+        #expect(throws: FeedError.userNotFound("ghost")) { try service.createPost(id: "p", authorID: "ghost", body: "b") }
+        #expect(throws: FeedError.postAlreadyExists("post1")) { try service.createPost(id: "post1", authorID: "user1", body: "b") }
+        #expect(throws: FeedError.self) { try service.createPost(id: "p", authorID: "user1", body: "") }
+        #expect(throws: FeedError.userAlreadyExists("user1")) { try service.createUser(id: "user1") }
+        #expect(try service.status() == before)
+    }
+
+    @Test func errorsNeverEchoMoreThanNeeded() {
+        let huge = String(repeating: "a", count: 1_000_000)
+        let text = "\(FeedError.postNotFound(huge))"
+        #expect(text.count < 100)
+        #expect(!"\(FeedError.postNotFound("evil\u{1B}[31m"))".contains("\u{1B}"))
+    }
+
+    @Test func rolledBackBatchEmitsNothing() throws {
+        let dir = TemporaryDirectory()
+        let bridge = EventBridge()
+        let service = try makeService(in: dir, bridge: bridge)
+        let recorder = Recorder(bridge.changes)
+        let before = try service.status()
+        #expect(throws: FeedError.postNotFound("post404")) {
+            try service.perform([
+                LikeCommand(.like, userID: "user1", postID: "post1"),
+                LikeCommand(.like, userID: "user1", postID: "post404"),
+            ])
+        }
+        #expect(recorder.values.isEmpty)
+        #expect(try service.status() == before)
+        // The next commit still gets the next seq and goes out alone.
+        let result = try service.like(userID: "user1", postID: "post1")
+        #expect(recorder.values.map(\.seq) == [try #require(result.seq)])
+        #expect(result.seq == before.lastSeq + 1)
+    }
+
+    @Test func eventsReachSubscribersBeforeTheCommandReturnsInSeqOrder() throws {
+        let dir = TemporaryDirectory()
+        let bridge = EventBridge()
+        let service = try makeService(in: dir, bridge: bridge)
+        let likes = Recorder(bridge.likePublisher)
+        let changes = Recorder(bridge.changes)
+        let result = try service.like(userID: "user2", postID: "post2")
+        #expect(likes.values == [.liked(postID: "post2")])
+        #expect(changes.values.last?.seq == result.seq)
+        _ = try service.unlike(userID: "user2", postID: "post2")
+        #expect(likes.values == [.liked(postID: "post2"), .unliked(postID: "post2")])
+        #expect(bridge.lastDeliveredSeq == changes.values.last?.seq)
+    }
+
+    @Test func bridgeLoggerRunsOncePerLikeEvent() throws {
+        let dir = TemporaryDirectory()
+        let log = LockedLog<LikeEvent>()
+        let bridge = EventBridge { log.append($0) }
+        let service = try makeService(in: dir, bridge: bridge)
+        _ = try service.like(userID: "user1", postID: "post3")
+        _ = try service.like(userID: "user1", postID: "post3")
+        #expect(log.values == [.liked(postID: "post3")])
+    }
+
+    @Test func manyConcurrentCommandsKeepCountsAndLogExact() async throws {
+        let dir = TemporaryDirectory()
+        let bridge = EventBridge()
+        let service = try withDependencies {
+            $0.date = .constant(Date(timeIntervalSince1970: 1_700_000_000))
+        } operation: {
+            let service = try FeedService(path: dir.file("feed.sqlite"), bridge: bridge)
+            for u in 1...10 { try service.createUser(id: "user\(u)") }
+            for p in 1...20 { try service.createPost(id: "post\(p)", authorID: "user1", body: "b") }
+            return service
+        }
+        let delivered = Recorder(bridge.changes)
+        let baseline = try service.status().lastSeq
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<8 {
+                group.addTask {
+                    var state = UInt64(worker + 1) &* 0x9E37_79B9_7F4A_7C15
+                    for _ in 0..<125 {
+                        state = state &* 6364136223846793005 &+ 1442695040888963407
+                        let user = "user\(1 + Int((state >> 33) % 10))"
+                        let post = "post\(1 + Int((state >> 40) % 20))"
+                        switch (state >> 50) % 3 {
+                        case 0: _ = try service.like(userID: user, postID: post)
+                        case 1: _ = try service.unlike(userID: user, postID: post)
+                        default: _ = try service.toggle(userID: user, postID: post)
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try service.check().isEmpty)
+        // Replaying the log from the start rebuilds exactly the likes table.
+        var replayed = Set<LikePair>()
+        for event in try service.events(after: 0) {
+            switch event.kind {
+            case .liked: replayed.insert(LikePair(userID: event.userID, postID: event.postID!))
+            case .unliked: replayed.remove(LikePair(userID: event.userID, postID: event.postID!))
+            default: break
+            }
+        }
+        let actual = try service.store.read { db in try LikeRepository(db).allPairs() }
+        #expect(replayed == actual)
+        // Subscribers saw every change once, in seq order, with no gap.
+        let seqs = delivered.values.map(\.seq)
+        let last = try service.status().lastSeq
+        #expect(last > baseline)
+        #expect(seqs == Array((baseline + 1)...last))
+    }
+
+    @Test func feedPagesWithKeysetCursorAndLimits() throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        _ = try service.like(userID: "user2", postID: "post1")
+        let first = try service.feedPage(viewerID: "user2", limit: 2)
+        #expect(first.rows.map(\.post.id) == ["post3", "post2"])
+        let second = try service.feedPage(viewerID: "user2", before: first.nextCursor, limit: 2)
+        #expect(second.rows.map(\.post.id) == ["post1"])
+        #expect(second.nextCursor == nil)
+        #expect(second.likedPostIDs == ["post1"])
+        #expect(throws: FeedError.invalidLimit(0, maximum: FeedService.maximumPageSize)) { try service.feedPage(viewerID: nil, limit: 0) }
+        #expect(throws: FeedError.invalidLimit(-1, maximum: FeedService.maximumPageSize)) { try service.feedPage(viewerID: nil, limit: -1) }
+        #expect(throws: FeedError.userNotFound("nobody")) { try service.feedPage(viewerID: "nobody", limit: 5) }
+    }
+
+    @Test func generatedPostIdsComeFromTheUUIDDependency() throws {
+        let dir = TemporaryDirectory()
+        let service = try withDependencies {
+            $0.uuid = .incrementing
+            $0.date = .constant(Date(timeIntervalSince1970: 0))
+        } operation: {
+            try FeedService(path: dir.file("feed.sqlite"))
+        }
+        try service.createUser(id: "u")
+        let a = try service.createPost(authorID: "u", body: "one")
+        let b = try service.createPost(authorID: "u", body: "two")
+        #expect(a.id == "post-00000000-0000-0000-0000-000000000000")
+        #expect(b.id == "post-00000000-0000-0000-0000-000000000001")
+        #expect(a.createdAt == Date(timeIntervalSince1970: 0))
+    }
+}
+
+/// A thread-safe append-only list.
+final class LockedLog<Value: Sendable>: Sendable {
+    private let storage = Mutex<[Value]>([])
+    func append(_ value: Value) { storage.withLock { $0.append(value) } }
+    var values: [Value] { storage.withLock { $0 } }
+}
+
+import Synchronization
