@@ -19,6 +19,7 @@ public final class BulkLoader {
     private let insertUser: Statement
     private let insertPost: Statement
     private let insertLike: Statement
+    private let insertLikeIfAbsent: Statement
     private let db: Connection
 
     init(_ db: Connection) throws {
@@ -26,6 +27,7 @@ public final class BulkLoader {
         insertUser = try db.makeStatement("INSERT INTO users (id, name, created_at) VALUES (?, ?, ?)")
         insertPost = try db.makeStatement("INSERT INTO posts (id, author_id, body, created_at) VALUES (?, ?, ?, ?)")
         insertLike = try db.makeStatement("INSERT INTO likes (user_key, post_key, created_at) VALUES (?, ?, ?)")
+        insertLikeIfAbsent = try db.makeStatement("INSERT OR IGNORE INTO likes (user_key, post_key, created_at) VALUES (?, ?, ?)")
     }
 
     /// The triggers suspended during a bulk load.
@@ -97,6 +99,14 @@ public final class BulkLoader {
     /// Inserts a like by integer keys with a time in milliseconds since 1970 (the fastest path).
     public func addLike(userKey: Int64, postKey: Int64, createdAtMillis: Int64) throws {
         try db.mapErrors { try insertLike.execute(userKey, postKey, createdAtMillis) }
+    }
+
+    /// Inserts a like unless the pair exists already, letting the database deduplicate (so a caller drawing random
+    /// pairs needs no set of its own, and memory does not grow with the number of likes).
+    ///
+    /// - Returns: `true` when the like was inserted.
+    public func addLikeIfAbsent(userKey: Int64, postKey: Int64, createdAtMillis: Int64) throws -> Bool {
+        try db.mapErrors { try insertLikeIfAbsent.execute(userKey, postKey, createdAtMillis) } > 0
     }
 }
 
