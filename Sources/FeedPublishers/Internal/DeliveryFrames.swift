@@ -7,15 +7,22 @@ import Darwin
 #endif
 
 /// One delivery in progress on the current thread; frames are stack-allocated and linked.
+@usableFromInline
 struct DeliveryFrame {
     /// The subscription whose subscriber is being called right now, if any.
-    var current: UnsafeRawPointer?
+    @usableFromInline var current: UnsafeRawPointer?
     /// The frame of the delivery this one is nested in.
-    var previous: UnsafeMutablePointer<DeliveryFrame>?
+    @usableFromInline var previous: UnsafeMutablePointer<DeliveryFrame>?
+
+    init(current: UnsafeRawPointer?, previous: UnsafeMutablePointer<DeliveryFrame>?) {
+        self.current = current
+        self.previous = previous
+    }
 }
 
 /// Per-thread record of the deliveries in progress, so `cancel()` can tell a reentrant call
 /// (from inside the subscriber's own callback on this thread) from a call on another thread.
+@usableFromInline
 enum DeliveryFrames {
     /// The thread-specific slot holding the innermost frame of the current thread.
     static let key: pthread_key_t = {
@@ -26,6 +33,7 @@ enum DeliveryFrames {
     }()
 
     /// Runs `body` with a fresh frame pushed for the current thread.
+    @usableFromInline
     static func withFrame<R>(_ body: (UnsafeMutablePointer<DeliveryFrame>) -> R) -> R {
         let key = key
         let previous = pthread_getspecific(key)?.assumingMemoryBound(to: DeliveryFrame.self)

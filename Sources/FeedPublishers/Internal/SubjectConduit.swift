@@ -1,4 +1,5 @@
 /// The subject-side view of one subscription: what `send` and `send(completion:)` call.
+@usableFromInline
 protocol SubjectConduit<Output, Failure>: AnyObject, Sendable {
     associatedtype Output: Sendable
     associatedtype Failure: Error

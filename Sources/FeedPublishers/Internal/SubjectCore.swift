@@ -1,23 +1,32 @@
-import Synchronization
+public import Synchronization
 
 /// The shared engine of every subject: the subscriber list, the completion and the current value.
 ///
 /// The subscriber list is an immutable snapshot (copy-on-write array) replaced on subscribe and
 /// cancel; `send` takes one lock to read it, then delivers outside the lock, so subscribers may
 /// send, subscribe or cancel from inside their callbacks.
+/// `send` is `@inlinable` so that clients specialize it for their `Output` (no per-send generic
+/// metadata lookups); the rest stays opaque.
+@usableFromInline
 final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
+    @usableFromInline
     typealias Conduit = any SubjectConduit<Output, Failure>
 
+    @usableFromInline
     struct State {
-        var conduits: ContiguousArray<Conduit> = []
-        var completion: Subscribers.Completion<Failure>?
-        var value: Output?
+        @usableFromInline var conduits: ContiguousArray<Conduit> = []
+        @usableFromInline var completion: Subscribers.Completion<Failure>?
+        @usableFromInline var value: Output?
         /// Incremented by every accepted `send`; current-value subscriptions use it to skip stale values.
-        var version = 0
+        @usableFromInline var version = 0
+
+        init(value: Output?) {
+            self.value = value
+        }
     }
 
-    let state: Mutex<State>
-    let replaysValue: Bool
+    @usableFromInline let state: Mutex<State>
+    @usableFromInline let replaysValue: Bool
 
     init(value: Output?) {
         replaysValue = value != nil
@@ -44,6 +53,7 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
 
     // MARK: - Sending
 
+    @inlinable
     func send(_ value: Output) {
         let snapshot = state.withLock { state -> (ContiguousArray<Conduit>, Int)? in
             guard state.completion == nil else { return nil }
@@ -59,6 +69,7 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
         }
     }
 
+    @usableFromInline
     func send(completion: Subscribers.Completion<Failure>) {
         let conduits = state.withLock { state -> ContiguousArray<Conduit>? in
             guard state.completion == nil else { return nil }

@@ -23,6 +23,7 @@ public final class CurrentValuePublisher<Element: Sendable, Failure: Error>:
     /// Stores the value and delivers it to every current subscriber with demand, before returning.
     ///
     /// - Parameter value: The new value; ignored (and `value` unchanged) after completion.
+    @inlinable
     public func send(_ value: Element) {
         core.send(value)
     }

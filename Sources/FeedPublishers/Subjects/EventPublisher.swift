@@ -10,8 +10,8 @@
 /// likes.send(.liked(postID: "post2"))
 /// ```
 public final class EventPublisher<Output: Sendable>: Sendable {
-    private let subject = PassthroughPublisher<Output, Never>()
-    private let logger: @Sendable (Output) -> Void
+    @usableFromInline let subject = PassthroughPublisher<Output, Never>()
+    @usableFromInline let logger: @Sendable (Output) -> Void
 
     /// Creates an event publisher with an optional logger.
     ///
@@ -23,6 +23,7 @@ public final class EventPublisher<Output: Sendable>: Sendable {
     /// Logs the event, then delivers it to every current subscriber before returning.
     ///
     /// - Parameter value: The event.
+    @inlinable
     public func send(_ value: Output) {
         logger(value)
         subject.send(value)

@@ -20,6 +20,7 @@ public final class PassthroughPublisher<Element: Sendable, Failure: Error>:
     /// Delivers a value to every current subscriber with demand, on this thread, before returning.
     ///
     /// - Parameter value: The value to send; ignored after completion.
+    @inlinable
     public func send(_ value: Element) {
         core.send(value)
     }

@@ -13,7 +13,7 @@ public class ReadOnlyCurrentValuePublisher<Element: Sendable, Failure: Error>: P
     /// The kind of values this publisher holds and sends.
     public typealias Output = Element
 
-    let core: SubjectCore<Element, Failure>
+    @usableFromInline let core: SubjectCore<Element, Failure>
 
     init(_ initialValue: Element) {
         core = SubjectCore(value: initialValue)

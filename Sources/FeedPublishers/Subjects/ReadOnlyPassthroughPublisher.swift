@@ -14,7 +14,7 @@ public class ReadOnlyPassthroughPublisher<Element: Sendable, Failure: Error>: Pu
     /// The kind of values this publisher relays.
     public typealias Output = Element
 
-    let core: SubjectCore<Element, Failure>
+    @usableFromInline let core: SubjectCore<Element, Failure>
 
     init() {
         core = SubjectCore(value: nil)
