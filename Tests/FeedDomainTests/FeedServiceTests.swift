@@ -197,11 +197,35 @@ import Testing
     }
 }
 
-/// A thread-safe append-only list.
-final class LockedLog<Value: Sendable>: Sendable {
-    private let storage = Mutex<[Value]>([])
-    func append(_ value: Value) { storage.withLock { $0.append(value) } }
-    var values: [Value] { storage.withLock { $0 } }
+/// A thread-safe append-only list that can be waited on.
+final class LockedLog<Value: Sendable>: @unchecked Sendable {
+    // `@unchecked Sendable`: `storage` is only touched while `condition` is locked.
+    private let condition = NSCondition()
+    private var storage: [Value] = []
+
+    func append(_ value: Value) {
+        condition.lock()
+        storage.append(value)
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    var values: [Value] {
+        condition.lock()
+        defer { condition.unlock() }
+        return storage
+    }
+
+    /// Waits until `predicate` holds for the values, at most `seconds`; returns whether it held.
+    func wait(seconds: Double = 10, until predicate: ([Value]) -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        condition.lock()
+        defer { condition.unlock() }
+        while !predicate(storage) {
+            if !condition.wait(until: deadline) { return predicate(storage) }
+        }
+        return true
+    }
 }
 
 import Synchronization

@@ -30,4 +30,9 @@ final class Recorder<Value: Sendable>: Sendable {
     }
 
     var values: [Value] { log.values }
+
+    /// Waits until `predicate` holds for what was received, at most `seconds`.
+    func wait(seconds: Double = 10, until predicate: ([Value]) -> Bool) -> Bool {
+        log.wait(seconds: seconds, until: predicate)
+    }
 }

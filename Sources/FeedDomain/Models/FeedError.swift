@@ -61,6 +61,7 @@ public enum FeedError: Error, Sendable, Hashable {
         switch error {
         case let error as FeedError: error
         case let error as StorageError: FeedError(error, value: value)
+        case let error as SQLiteError: FeedError(StorageError(error, path: nil), value: value)
         default: .storage(.sqlite(.init(code: .error, message: String(describing: error))))
         }
     }

@@ -80,6 +80,28 @@ public struct EventLog {
         Int(try db.mapErrors { try db.fetchInt64("SELECT count(*) FROM events") } ?? 0)
     }
 
+    /// The highest seq removed by pruning (0 while the log is complete from seq 1).
+    public func prunedThrough() throws -> Int64 {
+        try db.mapErrors { try db.fetchInt64("SELECT pruned_through FROM log_state WHERE id = 1") ?? 0 }
+    }
+
+    /// Deletes every event with `seq <= through` and records the pruning point.
+    ///
+    /// - Returns: the number of events deleted.
+    @discardableResult
+    public func prune(through seq: Int64) throws -> Int {
+        try db.mapErrors {
+            let deleted = try db.run("DELETE FROM events WHERE seq <= ?", seq)
+            try db.run("UPDATE log_state SET pruned_through = max(pruned_through, ?) WHERE id = 1", seq)
+            return deleted
+        }
+    }
+
+    /// The seq of the newest event committed before `date`, or `nil` when there is none.
+    public func lastSeq(before date: Date) throws -> Int64? {
+        try db.mapErrors { try db.fetchInt64("SELECT max(seq) FROM events WHERE at < ?", millis(date)) }
+    }
+
     static func decode(_ row: Row) -> EventRecord {
         EventRecord(
             seq: row.int64(at: 0),

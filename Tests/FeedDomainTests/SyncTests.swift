@@ -1,0 +1,219 @@
+import FeedDependencies
+@testable import FeedDomain
+import FeedPublishers
+import FeedSQLite
+import FeedStorage
+import FeedTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+@Suite struct DurableSubscriberTests {
+    @Test func catchesUpThenFollowsWithNoGapAndNoDuplicateWhileWritesArrive() throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        for i in 0..<300 { _ = try service.toggle(userID: "user\(1 + i % 3)", postID: "post\(1 + i % 3)") }
+        let seen = LockedLog<Int64>()
+        let writerDone = DispatchSemaphore(value: 0)
+        let subscriber = DurableSubscriber(name: "audit", service: service, batchSize: 50, delivery: .atLeastOnce { event in
+            seen.append(event.seq)
+        })
+        // Writes keep arriving from another thread while the subscriber catches up and switches to live.
+        let writer = Thread {
+            for i in 0..<300 { _ = try? service.toggle(userID: "user\(1 + i % 3)", postID: "post\(1 + (i + 1) % 3)") }
+            writerDone.signal()
+        }
+        writer.start()
+        try subscriber.start()
+        #expect(writerDone.wait(timeout: .now() + 30) == .success)
+        let last = try service.status().lastSeq
+        #expect(seen.wait { $0.last == last })
+        subscriber.stop()
+        let all = try service.events(after: 0).map(\.seq)
+        #expect(seen.values == all)
+    }
+
+    @Test func transactionalDeliveryIsExactlyOnceAcrossRestarts() throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        try service.store.write { db in try db.execute("CREATE TABLE applied (seq INTEGER PRIMARY KEY)") }
+        let delivery = DurableSubscriber.Delivery.transactional { event, db in
+            try db.run("INSERT INTO applied (seq) VALUES (?)", event.seq)
+        }
+        for i in 0..<20 { _ = try service.toggle(userID: "user1", postID: "post\(1 + i % 3)") }
+        do {
+            let first = DurableSubscriber(name: "mirror", service: service, batchSize: 7, delivery: delivery)
+            #expect(try first.catchUp() == 26)
+        }
+        for i in 0..<10 { _ = try service.toggle(userID: "user2", postID: "post\(1 + i % 3)") }
+        let second = DurableSubscriber(name: "mirror", service: service, batchSize: 7, delivery: delivery)
+        #expect(try second.catchUp() == 10)
+        #expect(try second.catchUp() == 0)
+        let applied = try service.store.read { db in try db.fetchAll("SELECT seq FROM applied ORDER BY seq") { $0.int64(at: 0) } }
+        #expect(applied == (try service.events(after: 0).map(\.seq)))
+    }
+
+    @Test func failingEffectRollsBackItsBatchAndRetriesFromTheCursor() throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        try service.store.write { db in try db.execute("CREATE TABLE applied (seq INTEGER PRIMARY KEY)") }
+        for _ in 0..<4 { _ = try service.toggle(userID: "user1", postID: "post1") }
+        let failOn = Mutex<Int64?>(8)
+        struct Boom: Error {}
+        let subscriber = DurableSubscriber(name: "flaky", service: service, batchSize: 5, delivery: .transactional { event, db in
+            if failOn.withLock({ $0 == event.seq }) { throw Boom() }
+            try db.run("INSERT INTO applied (seq) VALUES (?)", event.seq)
+        })
+        #expect(throws: FeedError.self) { try subscriber.catchUp() }
+        #expect(try subscriber.cursor() == 5)
+        failOn.withLock { $0 = nil }
+        #expect(try subscriber.catchUp() == 5)
+        let applied = try service.store.read { db in try db.fetchAll("SELECT seq FROM applied ORDER BY seq") { $0.int64(at: 0) } }
+        #expect(applied == Array(1...10))
+    }
+
+    @Test func subscriberBehindPrunedLogRebuildsToTheIncrementalState() throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        let mirrorSQL = "CREATE TABLE mirror_a (user_id TEXT, post_id TEXT, PRIMARY KEY (user_id, post_id)); CREATE TABLE mirror_b (user_id TEXT, post_id TEXT, PRIMARY KEY (user_id, post_id));"
+        try service.store.write { db in try db.execute(mirrorSQL) }
+        func incremental(_ table: String) -> DurableSubscriber.Delivery {
+            .transactional { event, db in
+                guard let post = event.postID else { return }
+                switch event.kind {
+                case .liked: try db.run(table == "a" ? "INSERT INTO mirror_a VALUES (?, ?)" : "INSERT INTO mirror_b VALUES (?, ?)", event.userID, post)
+                case .unliked: try db.run(table == "a" ? "DELETE FROM mirror_a WHERE user_id = ? AND post_id = ?" : "DELETE FROM mirror_b WHERE user_id = ? AND post_id = ?", event.userID, post)
+                default: break
+                }
+            }
+        }
+        let a = DurableSubscriber(name: "a", service: service, delivery: incremental("a"))
+        let b = DurableSubscriber(name: "b", service: service, delivery: incremental("b")) { db in
+            try db.execute("DELETE FROM mirror_b; INSERT INTO mirror_b SELECT u.id, p.id FROM likes l JOIN users u ON u.user_key = l.user_key JOIN posts p ON p.post_key = l.post_key;")
+        }
+        let signals = Recorder(b.signals)
+        for i in 0..<50 { _ = try service.toggle(userID: "user\(1 + i % 3)", postID: "post\(1 + (i * 7) % 3)") }
+        try b.catchUp()
+        for i in 0..<50 { _ = try service.toggle(userID: "user\(1 + i % 2)", postID: "post\(1 + (i * 5) % 3)") }
+        // Subscriber a follows every event; then the log is pruned past b's cursor.
+        try a.catchUp()
+        let last = try service.status().lastSeq
+        #expect(try service.pruneEvents(through: last - 3) > 0)
+        try b.catchUp()
+        #expect(signals.values.contains(.needsRebuild(cursor: last - 50, prunedThrough: last - 3)))
+        #expect(signals.values.contains(.rebuilt(seq: last)))
+        let (mirrorA, mirrorB, likes) = try service.store.read { db in
+            (try db.fetchAll("SELECT user_id || '/' || post_id FROM mirror_a ORDER BY 1") { $0.string(at: 0) },
+             try db.fetchAll("SELECT user_id || '/' || post_id FROM mirror_b ORDER BY 1") { $0.string(at: 0) },
+             try LikeRepository(db).allPairs().map { "\($0.userID)/\($0.postID)" }.sorted())
+        }
+        #expect(mirrorA == likes)
+        #expect(mirrorB == mirrorA)
+        #expect(try b.cursor() == last)
+    }
+
+    @Test func subscriberWithoutRebuildReportsThePruning() throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        for _ in 0..<5 { _ = try service.toggle(userID: "user1", postID: "post1") }
+        try service.pruneEvents(through: 4)
+        let subscriber = DurableSubscriber(name: "late", service: service, delivery: .atLeastOnce { _ in })
+        let signals = Recorder(subscriber.signals)
+        #expect(throws: FeedError.self) { try subscriber.catchUp() }
+        #expect(signals.values.first == .needsRebuild(cursor: 0, prunedThrough: 4))
+    }
+
+    @Test func pruningByAgeKeepsNewerEvents() throws {
+        let dir = TemporaryDirectory()
+        let clock = Mutex(Date(timeIntervalSince1970: 1_000))
+        let service = try withDependencies {
+            $0.date = DateGenerator { clock.withLock { $0 } }
+        } operation: { () throws in
+            try FeedService(path: dir.file("feed.sqlite"))
+        }
+        try service.createUser(id: "u")
+        try service.createPost(id: "p", authorID: "u", body: "b")
+        clock.withLock { $0 = Date(timeIntervalSince1970: 2_000) }
+        _ = try service.like(userID: "u", postID: "p")
+        #expect(try service.pruneEvents(olderThan: Date(timeIntervalSince1970: 1_500)) == 2)
+        #expect(try service.events(after: 0).map(\.kind) == [.liked])
+        #expect(try service.check().isEmpty)
+    }
+}
+
+@Suite struct ChangeFeedTests {
+    @Test func changesFromAnotherConnectionReachTheBridgeInOrderOnce() throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        // A second service on the same file stands for another process: its own connections, its own bridge.
+        let other = try FeedService(path: dir.file("feed.sqlite"))
+        let received = Recorder(service.bridge.changes)
+        let likes = Recorder(service.bridge.likePublisher)
+        let feed = ChangeFeed(service: service)
+        try feed.start()
+        defer { feed.stop() }
+        let baseline = try service.status().lastSeq
+        for i in 0..<20 { _ = try other.toggle(userID: "user2", postID: "post\(1 + i % 3)") }
+        // Local writes interleave with the other process's: everything arrives in seq order, once.
+        for i in 0..<5 { _ = try service.toggle(userID: "user3", postID: "post\(1 + i % 3)") }
+        for i in 0..<20 { _ = try other.toggle(userID: "user1", postID: "post\(1 + i % 3)") }
+        let last = try service.status().lastSeq
+        #expect(received.wait { $0.last?.seq == last })
+        #expect(received.values.map(\.seq) == Array((baseline + 1)...last))
+        #expect(likes.values.count == 45)
+    }
+
+    @Test func projectionsSeeOtherProcessesLikes() throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        let other = try FeedService(path: dir.file("feed.sqlite"))
+        let feed = ChangeFeed(service: service)
+        try feed.start()
+        defer { feed.stop() }
+        try withDependencies { $0.feedClient = .live(service) } operation: { () throws in
+            let list = FeedListProjection(viewerID: "user1")
+            list.send(.refresh)
+            _ = try other.like(userID: "user1", postID: "post3")
+            let states = Recorder(list.state)
+            #expect(states.wait { $0.last?.likedPostIDs == ["post3"] })
+            #expect(list(\.posts).first { $0.id == "post3" }?.likeCount == 1)
+        }
+    }
+
+    @Test func busyDatabaseIsReportedAndTheFeedRecovers() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("feed.sqlite")
+        let service = try makeService(in: dir)
+        let other = try FeedService(path: path)
+        var options = ChangeFeed.Options()
+        options.pollInterval = .milliseconds(20)
+        options.maximumBackoff = .milliseconds(50)
+        // SQLITE_BUSY for the next checks, as a reader sees it while another process runs recovery.
+        let busyChecks = Mutex(3)
+        options.faultInjector = {
+            let fail = busyChecks.withLock { count -> Bool in
+                guard count > 0 else { return false }
+                count -= 1
+                return true
+            }
+            if fail { throw SQLiteError(code: .busy, message: "database is locked") }
+        }
+        let feed = ChangeFeed(service: service, options: options)
+        let errors = Recorder(feed.errors)
+        let received = Recorder(service.bridge.changes)
+        try feed.start()
+        defer { feed.stop() }
+        #expect(errors.wait { $0.count >= 3 })
+        #expect(errors.values.allSatisfy { $0.category == .busy })
+        // The lock goes away: the feed keeps running and delivers the next change.
+        busyChecks.withLock { $0 = 0 }
+        let result = try other.like(userID: "user3", postID: "post1")
+        #expect(received.wait { $0.last?.seq == result.seq })
+        #expect(feed.isRunning)
+    }
+
+    @Test func inMemoryServiceHasNothingToFollow() throws {
+        let service = try FeedService(store: try FeedStore.inMemory())
+        #expect(throws: FeedError.self) { try ChangeFeed(service: service).start() }
+    }
+}
