@@ -1,0 +1,97 @@
+import FeedSync
+import Foundation
+
+/// Helper processes for W5 and the cross-process tests; not workloads themselves.
+///
+/// - `agent-writer --db PATH [--rate 200] [--count 1000] [--users 1000] [--posts 10000]`: toggles likes from the
+///   toggle stream at a fixed rate; after each commit prints `seq wallNanos` (CLOCK_REALTIME) and flushes.
+/// - `agent-subscriber --db PATH --name NAME`: a durable subscriber whose effect lives in the same database
+///   (table `agent_applied`), exactly once; follows other processes' changes; prints `applied SEQ` per batch.
+enum Agents {
+    static func writer(_ args: Arguments) throws {
+        let path = args.string("db", "")
+        let rate = try args.int("rate", 200)
+        let count = try args.int("count", 1000)
+        let users = try args.int("users", 1000)
+        let posts = try args.int("posts", 10_000)
+        try args.finish()
+        guard !path.isEmpty else { throw BenchError("agent-writer needs --db PATH") }
+        let service = try FeedService(path: path)
+        var random = BenchRandom(seed: 3)
+        let interval = rate > 0 ? 1_000_000_000 / UInt64(rate) : 0
+        let start = monotonicNanos()
+        for i in 0..<count {
+            if interval > 0 {
+                let due = start + UInt64(i) * interval
+                let now = monotonicNanos()
+                if due > now { usleep(UInt32((due - now) / 1000)) }
+            }
+            let user = 1 + random.next(users)
+            let post = 1 + random.next(posts)
+            let result = try service.toggle(userID: "user\(user)", postID: "post\(post)")
+            emitLine("\(result.seq ?? 0) \(realtimeNanos())")
+        }
+    }
+
+    static func subscriber(_ args: Arguments) throws {
+        let path = args.string("db", "")
+        let name = args.string("name", "agent")
+        try args.finish()
+        guard !path.isEmpty else { throw BenchError("agent-subscriber needs --db PATH") }
+        let service = try FeedService(path: path)
+        try service.store.write { db in
+            try db.execute("CREATE TABLE IF NOT EXISTS agent_applied (subscriber TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (subscriber, seq))")
+        }
+        let subscriber = DurableSubscriber(name: name, service: service, batchSize: 10, delivery: .transactional { event, db in
+            try db.run("INSERT INTO agent_applied (subscriber, seq) VALUES (?, ?)", name, event.seq)
+        })
+        let printer = subscriber.signals.sink { signal in
+            if case .caughtUp(let seq) = signal { emitLine("applied \(seq)") }
+        }
+        let feed = ChangeFeed(service: service)
+        try subscriber.start()
+        try feed.start()
+        // Runs until killed; a line on stdin saying "stop" ends it cleanly.
+        while let line = readLine() {
+            if line == "stop" { break }
+        }
+        feed.stop()
+        subscriber.stop()
+        printer.cancel()
+    }
+}
+
+/// The reference LCG (bench/WORKLOADS.md).
+struct BenchRandom {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next(_ bound: Int) -> Int {
+        state = state &* 6364136223846793005 &+ 1442695040888963407
+        return Int((state >> 33) % UInt64(bound))
+    }
+}
+
+func monotonicNanos() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+}
+
+func realtimeNanos() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+}
+
+/// Writes one line to stdout unbuffered, so a reading process sees it at once even through a pipe.
+func emitLine(_ line: String) {
+    let bytes = Array((line + "\n").utf8)
+    bytes.withUnsafeBytes { buffer in
+        var offset = 0
+        while offset < buffer.count {
+            let written = write(1, buffer.baseAddress! + offset, buffer.count - offset)
+            if written <= 0 { return }
+            offset += written
+        }
+    }
+}
