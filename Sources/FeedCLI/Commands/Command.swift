@@ -1,0 +1,17 @@
+/// A decoded command, ready to validate against the environment and run.
+enum Command: Sendable, Hashable {
+    case initialize
+    case status
+    case userAdd(UserAddCommand)
+    case userList
+    case postAdd(PostAddCommand)
+    case feed(FeedCommand)
+    case show(postID: String)
+    case like(LikeActionCommand)
+    case events(EventsCommand)
+    case watch(FeedCommand)
+    case app(FeedCommand)
+    case seed(SeedCommand)
+    case check
+    case demo
+}

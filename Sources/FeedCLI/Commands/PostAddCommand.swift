@@ -1,0 +1,9 @@
+/// `post add --author ID [--id POSTID] TEXT`.
+struct PostAddCommand: Sendable, Hashable {
+    /// The author's user id.
+    let authorID: String
+    /// The new post's id, generated when `nil`.
+    let postID: String?
+    /// The text.
+    let text: String
+}

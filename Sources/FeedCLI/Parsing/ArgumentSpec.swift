@@ -1,0 +1,7 @@
+/// The metadata of one positional argument, such as `POST`.
+struct ArgumentSpec: Sendable, Hashable {
+    /// The placeholder, such as `POST`.
+    let name: String
+    /// One line of help.
+    let help: String
+}

@@ -1,0 +1,117 @@
+/// Every command's metadata: the single source for the parser and the help text.
+enum CommandCatalog {
+    /// The options accepted by every command.
+    static let globalOptions: [OptionSpec] = [
+        OptionSpec(name: "db", valueName: "PATH", help: "The database file (default: $FEEDSYNC_DB, else the per-user data directory)."),
+        OptionSpec(name: "user", valueName: "ID", help: "The acting user (default: $FEEDSYNC_USER)."),
+        OptionSpec(name: "json", valueName: nil, help: "Print JSON instead of text."),
+        OptionSpec(name: "no-color", valueName: nil, help: "No colour (also when NO_COLOR is set or stdout is not a terminal)."),
+        OptionSpec(name: "help", valueName: nil, help: "Show help (-h)."),
+        OptionSpec(name: "version", valueName: nil, help: "Show the version."),
+    ]
+
+    private static let limit = OptionSpec(
+        name: "limit", valueName: "N",
+        help: "Posts per page, \(Limits.feedPage.lowerBound) to \(Limits.feedPage.upperBound) (default \(Limits.defaultFeedPage)).")
+
+    /// Every command, in the order help lists them.
+    static let commands: [CommandSpec] = [
+        CommandSpec(
+            path: ["init"], summary: "Create or migrate the database; prints its path and schema version.",
+            arguments: [], options: [], needsUser: false, notes: ["Running it again changes nothing."]),
+        CommandSpec(
+            path: ["status"], summary: "Show the database's path, schema version, pending migrations, counts and last seq.",
+            arguments: [], options: [], needsUser: false, notes: []),
+        CommandSpec(
+            path: ["user", "add"], summary: "Create a user.",
+            arguments: [ArgumentSpec(name: "ID", help: "1 to 64 letters, digits or _ . : @ -")],
+            options: [OptionSpec(name: "name", valueName: "NAME", help: "A display name (up to 200 characters).")],
+            needsUser: false, notes: []),
+        CommandSpec(
+            path: ["user", "list"], summary: "List the users, ordered by id.",
+            arguments: [], options: [], needsUser: false, notes: []),
+        CommandSpec(
+            path: ["post", "add"], summary: "Create a post; prints its id.",
+            arguments: [ArgumentSpec(name: "TEXT", help: "The post's text (quote it; 1 to 10,000 characters).")],
+            options: [
+                OptionSpec(name: "author", valueName: "ID", help: "The author, an existing user (required)."),
+                OptionSpec(name: "id", valueName: "POSTID", help: "The new post's id (default: generated)."),
+            ],
+            needsUser: false, notes: ["Use -- before a text that starts with a dash."]),
+        CommandSpec(
+            path: ["feed"], summary: "Show the feed, newest first, with ❤️ on the posts the viewer likes.",
+            arguments: [],
+            options: [limit, OptionSpec(name: "before", valueName: "CURSOR", help: "Continue after this cursor (a page's nextCursor).")],
+            needsUser: false, notes: ["Without --user the feed is anonymous (nothing is marked liked)."]),
+        CommandSpec(
+            path: ["show"], summary: "Show one post: text, author, time, likes, and whether the viewer likes it.",
+            arguments: [ArgumentSpec(name: "POST", help: "The post's id.")], options: [], needsUser: false, notes: []),
+        CommandSpec(
+            path: ["like"], summary: "Like a post (liking a liked post changes nothing).",
+            arguments: [ArgumentSpec(name: "POST", help: "The post's id.")], options: [], needsUser: true, notes: []),
+        CommandSpec(
+            path: ["unlike"], summary: "Take a like back (unliking an unliked post changes nothing).",
+            arguments: [ArgumentSpec(name: "POST", help: "The post's id.")], options: [], needsUser: true, notes: []),
+        CommandSpec(
+            path: ["toggle"], summary: "Like the post if the user does not like it yet, else take the like back.",
+            arguments: [ArgumentSpec(name: "POST", help: "The post's id.")], options: [], needsUser: true, notes: []),
+        CommandSpec(
+            path: ["events"], summary: "Print the event log, oldest first.",
+            arguments: [],
+            options: [
+                OptionSpec(name: "since", valueName: "SEQ", help: "Only events after this seq (exclusive; default 0, the whole log)."),
+                OptionSpec(
+                    name: "limit", valueName: "N",
+                    help: "At most N events, \(Limits.events.lowerBound) to \(Limits.events.upperBound) (default: all)."),
+                OptionSpec(name: "follow", valueName: nil, help: "Keep printing new events from any process until interrupted."),
+            ],
+            needsUser: false, notes: ["Ctrl-C ends --follow with exit status 0."]),
+        CommandSpec(
+            path: ["watch"], summary: "Show the feed and keep it current while other processes change it.",
+            arguments: [], options: [limit], needsUser: false, notes: ["Ctrl-C ends it with exit status 0."]),
+        CommandSpec(
+            path: ["app"], summary: "The interactive feed → detail → like → back flow (reads commands from stdin).",
+            arguments: [], options: [limit], needsUser: true,
+            notes: ["Commands: feed, open POST, like, unlike, toggle, back, more, help, quit."]),
+        CommandSpec(
+            path: ["seed"], summary: "Fill an empty database with deterministic sample data through the bulk path.",
+            arguments: [],
+            options: [
+                OptionSpec(name: "posts", valueName: "N", help: "Posts post1…postN (default \(Limits.defaultSeed.posts))."),
+                OptionSpec(name: "users", valueName: "N", help: "Likers user1…userN, plus user0 (default \(Limits.defaultSeed.users))."),
+                OptionSpec(name: "likes", valueName: "N", help: "Distinct likes (default \(Limits.defaultSeed.likes))."),
+            ],
+            needsUser: false,
+            notes: ["Refuses a database that has posts. --likes may be at most half of posts × users."]),
+        CommandSpec(
+            path: ["check"], summary: "Check integrity and invariants; exit status 1 lists each violation.",
+            arguments: [], options: [], needsUser: false, notes: []),
+        CommandSpec(
+            path: ["demo"], summary: "Play the feed → detail → like → back flow on sample data, with narration.",
+            arguments: [], options: [], needsUser: false, notes: ["Creates the sample data when the database has no posts."]),
+    ]
+
+    /// The names that have subcommands, with them.
+    static let groups: [String: [CommandSpec]] = Dictionary(
+        grouping: commands.filter { $0.path.count == 2 }, by: { $0.path[0] })
+
+    /// The command named by `path`, if any.
+    static func command(_ path: [String]) -> CommandSpec? {
+        commands.first { $0.path == path }
+    }
+
+    /// Whether an option with this name takes a value, in any command (names mean the same everywhere).
+    static func takesValue(_ name: String) -> Bool {
+        valueOptionNames.contains(name)
+    }
+
+    private static let valueOptionNames: Set<String> = Set(
+        (globalOptions + commands.flatMap(\.options)).filter { $0.valueName != nil }.map(\.name))
+
+    /// Top-level names (`feed`, `user`, …) for suggestions.
+    static let topLevelNames: [String] = {
+        var seen: [String] = []
+        for command in commands where !seen.contains(command.path[0]) { seen.append(command.path[0]) }
+        return seen + ["help"]
+    }()
+}

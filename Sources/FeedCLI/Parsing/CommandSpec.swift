@@ -1,0 +1,31 @@
+/// The metadata of one command: what help shows and what the parser accepts.
+struct CommandSpec: Sendable, Hashable {
+    /// The words that name it: `["feed"]`, `["user", "add"]`.
+    let path: [String]
+    /// One sentence for the command list and the top of its help.
+    let summary: String
+    /// Its positional arguments, in order (all required).
+    let arguments: [ArgumentSpec]
+    /// Its own options (the global ones are accepted everywhere).
+    let options: [OptionSpec]
+    /// Whether it acts as a viewer and so needs `--user` or `FEEDSYNC_USER`.
+    let needsUser: Bool
+    /// Extra lines of help after the options, such as limits and defaults.
+    let notes: [String]
+
+    /// `user add`.
+    var name: String { path.joined(separator: " ") }
+
+    /// `feedsync feed [--limit N] [--before CURSOR]`.
+    var usage: String {
+        var parts = ["feedsync", name]
+        parts += options.map { "[\($0.synopsis)]" }
+        parts += arguments.map(\.name)
+        return parts.joined(separator: " ")
+    }
+
+    /// The option called `name`, if this command has it.
+    func option(named name: String) -> OptionSpec? {
+        options.first { $0.name == name }
+    }
+}

@@ -1,0 +1,14 @@
+/// The metadata of one `--option`: its name, the name of its value (nil for a flag) and its help line.
+struct OptionSpec: Sendable, Hashable {
+    /// The name without dashes, such as `limit`.
+    let name: String
+    /// The placeholder of its value in help, such as `N`; `nil` for a flag.
+    let valueName: String?
+    /// One line of help.
+    let help: String
+
+    /// `--limit N` or `--json`.
+    var synopsis: String {
+        valueName.map { "--\(name) \($0)" } ?? "--\(name)"
+    }
+}

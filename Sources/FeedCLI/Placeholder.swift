@@ -1,1 +1,0 @@
-// Placeholder: the FeedCLI layer is being built.

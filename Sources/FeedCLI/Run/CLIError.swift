@@ -1,0 +1,67 @@
+internal import FeedSync
+
+/// A failure ready to print: one line on stderr and an exit status.
+struct CLIError: Error, Sendable, Hashable {
+    /// The whole line, starting with `Error: `.
+    let message: String
+    /// The exit status.
+    let exitCode: ExitCode
+
+    /// A failure with a message (without the `Error: ` prefix) and a status.
+    init(_ problem: String, exitCode: ExitCode) {
+        message = "Error: " + problem
+        self.exitCode = exitCode
+    }
+
+    /// A command-line error (64).
+    init(_ error: ParserError) {
+        message = error.message
+        exitCode = .usage
+    }
+
+    /// A domain error, with a hint at the fix; the status follows the error's category.
+    init(_ error: FeedError) {
+        let status: ExitCode = switch error.category {
+        case .data: .data
+        case .database: .database
+        case .busy: .busy
+        }
+        self.init(Self.describe(error), exitCode: status)
+    }
+
+    private static func describe(_ error: FeedError) -> String {
+        switch error {
+        case .postNotFound: "\(error). See 'feedsync feed' for ids."
+        case .userNotFound: "\(error). See 'feedsync user list', or create it with 'feedsync user add ID'."
+        case .userAlreadyExists: "\(error). See 'feedsync user list'."
+        case .postAlreadyExists: "\(error). Choose another --id, or leave it out to generate one."
+        case .invalidValue, .invalidLimit: "\(error)."
+        case .storage(let storage): describe(storage)
+        }
+    }
+
+    private static func describe(_ error: StorageError) -> String {
+        switch error {
+        case .notADatabase(let path):
+            "\(FeedError.quoted(path)) is not a FeedSync database (it was left untouched). Pass --db with another path."
+        case .cannotOpen(let path, let reason):
+            "cannot open database \(FeedError.quoted(path)): \(reason). Check the path and its permissions, or pass --db."
+        case .readOnly(let path):
+            "database \(FeedError.quoted(path)) is read-only. Check the file's and its directory's permissions, or pass --db."
+        case .busy:
+            "the database stayed locked by another process beyond the busy timeout. Try again."
+        case .schemaNewer(let database, let binary):
+            "the database's schema version \(database) is newer than this feedsync (up to \(binary)). Upgrade feedsync."
+        case .unknownMigration, .migrationChanged:
+            "\(error). Use the feedsync that wrote this database."
+        case .userNotFound(let id): describe(FeedError.userNotFound(id))
+        case .postNotFound(let id): describe(FeedError.postNotFound(id))
+        case .userAlreadyExists(let id): describe(FeedError.userAlreadyExists(id))
+        case .postAlreadyExists(let id): describe(FeedError.postAlreadyExists(id))
+        case .migrationsPending:
+            "\(error). Run 'feedsync init' to migrate it."
+        default:
+            "\(error). Run 'feedsync check' to inspect the database."
+        }
+    }
+}

@@ -1,0 +1,37 @@
+internal import FeedSync
+
+extension CommandRunner {
+    /// `app`: the interactive feed → detail → like → back flow, reading commands from stdin (a terminal or a pipe).
+    func app(_ command: FeedCommand) async throws(CLIError) -> ExitCode {
+        let service = try context.openService(create: false)
+        let viewer = context.userID
+        // Fail early, with the usual message and status, when the viewer does not exist.
+        _ = try attempt { () throws(FeedError) in try service.feedPage(viewerID: viewer, limit: 1) }
+        let output = AppOutput(console: console, style: context.style, interactive: context.terminal.stdinIsTerminal)
+        let live = try LiveChanges(service: service)
+        let notices = service.bridge.changes.sink { event in
+            guard event.userID != viewer, let postID = event.postID else { return }
+            switch event.kind {
+            case .liked, .unliked:
+                let count = event.likeCount.map { $0 == 1 ? "1 like" : "\($0) likes" } ?? ""
+                output.notice("· \(TextSanitizer.clean(event.userID)) \(event.kind.rawValue) \(TextSanitizer.clean(postID)) (\(count))")
+            case .postCreated:
+                output.notice("· \(TextSanitizer.clean(event.userID)) posted \(TextSanitizer.clean(postID))")
+            case .userCreated:
+                break
+            }
+        }
+        let adapter = ActionStreamAdapter<AppAction>()
+        let input = LineInputSource(listener: adapter)
+        await withDependencies {
+            $0.feedClient = .live(service)
+        } operation: {
+            let session = AppSession(viewerID: viewer, pageSize: command.limit, output: output)
+            await session.run(adapter.actions)
+        }
+        live.stop()
+        notices.cancel()
+        withExtendedLifetime(input) {}
+        return .success
+    }
+}

@@ -1,0 +1,24 @@
+internal import FeedSync
+
+extension CommandRunner {
+    /// `events [--since SEQ] [--limit N] [--follow]`: the log after `since`; with `--follow`, then every new event
+    /// from any process until Ctrl-C (or until `--limit` events in all were printed).
+    func events(_ command: EventsCommand) async throws(CLIError) -> ExitCode {
+        let service = try context.openService(create: false)
+        if command.follow { return try await follow(command, service: service) }
+        let events = try attempt { () throws(FeedError) in try service.events(after: command.since, limit: command.limit) }
+        if json {
+            printLines(events.map { JSONShapes.event($0).rendered })
+        } else if events.isEmpty {
+            console.error(command.since == 0 ? "The event log is empty." : "No events after seq \(command.since).")
+        } else {
+            printLines(TextShapes.events(events, style: context.style))
+        }
+        return .success
+    }
+
+    /// One event line in the chosen format.
+    func eventLine(_ event: EventRecord) -> String {
+        json ? JSONShapes.event(event).rendered : TextShapes.event(event)
+    }
+}

@@ -1,0 +1,61 @@
+internal import FeedSync
+
+/// The `feedsync` command: parses the arguments, runs the command and returns the exit status.
+///
+/// `main.swift` only forwards to ``run(arguments:environment:)``:
+///
+/// ```swift
+/// import FeedCLI
+/// exit(await FeedSyncCLI.run(arguments: Array(CommandLine.arguments.dropFirst())))
+/// ```
+///
+/// Results go to stdout, errors (one line each) and progress to stderr.
+public enum FeedSyncCLI {
+    /// The version `--version` prints.
+    public static let version = "0.1.0"
+
+    /// Runs `feedsync` with `arguments` (without the program name) and returns its exit status.
+    ///
+    /// - Parameters:
+    ///   - arguments: the command line after the program name.
+    ///   - environment: the variables to read (`FEEDSYNC_DB`, `FEEDSYNC_USER`, `NO_COLOR`, `XDG_DATA_HOME`, `HOME`);
+    ///     `nil` for this process's.
+    public static func run(arguments: [String], environment: [String: String]? = nil) async -> Int32 {
+        let console = Console()
+        let environment = environment ?? FeedPaths.processEnvironment
+        do throws(CLIError) {
+            let code = try await execute(arguments: arguments, environment: environment, console: console)
+            return code.rawValue
+        } catch {
+            console.error(error.message)
+            return error.exitCode.rawValue
+        }
+    }
+
+    private static func execute(arguments: [String], environment: [String: String], console: Console) async throws(CLIError) -> ExitCode {
+        let invocation: Invocation
+        do {
+            invocation = try CommandParser.parse(arguments)
+        } catch {
+            throw CLIError(error)
+        }
+        switch invocation.request {
+        case .version:
+            console.line("feedsync \(version)")
+            return .success
+        case .help(let topic):
+            console.out(HelpGenerator.help(for: topic))
+            return .success
+        case .run(let command, let spec):
+            let terminal = TerminalInfo.current
+            let settings: Settings
+            do {
+                settings = try Settings(global: invocation.global, spec: spec, environment: environment, terminal: terminal)
+            } catch {
+                throw CLIError(error)
+            }
+            let context = CommandContext(settings: settings, console: console, environment: environment, terminal: terminal)
+            return try await CommandRunner(context: context).run(command)
+        }
+    }
+}

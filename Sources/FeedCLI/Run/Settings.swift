@@ -1,0 +1,33 @@
+internal import FeedSync
+
+/// The global options with the environment's defaults applied: where the database is, who acts, how to print.
+struct Settings: Sendable, Hashable {
+    /// The database file.
+    let databasePath: String
+    /// The acting user, if any.
+    let userID: String?
+    /// `--json`.
+    let json: Bool
+    /// Whether text output may use colour: stdout is a terminal, and neither `--no-color` nor `NO_COLOR` is set.
+    let color: Bool
+    /// Whether stdout is a terminal (control characters are always stripped from text output anyway).
+    let stdoutIsTerminal: Bool
+    /// Whether stderr is a terminal (progress bars).
+    let stderrIsTerminal: Bool
+
+    /// Applies the environment to `global` for `spec`.
+    ///
+    /// - Throws: ``ParserError/missingUser(command:)`` when `spec` needs a user and none is given.
+    init(global: GlobalOptions, spec: CommandSpec, environment: [String: String], terminal: TerminalInfo) throws(ParserError) {
+        databasePath = global.databasePath ?? FeedPaths.defaultDatabasePath(environment: environment)
+        let user = global.userID ?? environment["FEEDSYNC_USER"].flatMap { $0.isEmpty ? nil : $0 }
+        if spec.needsUser, user == nil { throw .missingUser(command: spec.name) }
+        userID = user
+        json = global.json
+        // https://no-color.org: any non-empty NO_COLOR disables colour.
+        let noColorEnv = !(environment["NO_COLOR"] ?? "").isEmpty
+        color = terminal.stdoutIsTerminal && !global.noColor && !noColorEnv && environment["TERM"] != "dumb"
+        stdoutIsTerminal = terminal.stdoutIsTerminal
+        stderrIsTerminal = terminal.stderrIsTerminal
+    }
+}
