@@ -40,7 +40,7 @@ enum Agents {
         guard !path.isEmpty else { throw BenchError("agent-subscriber needs --db PATH") }
         let service = try FeedService(path: path)
         try service.store.write { db in
-            try db.execute("CREATE TABLE IF NOT EXISTS agent_applied (subscriber TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (subscriber, seq))")
+            try db.execute("CREATE TABLE IF NOT EXISTS agent_applied (subscriber TEXT NOT NULL, seq INTEGER NOT NULL)")
         }
         let subscriber = DurableSubscriber(name: name, service: service, batchSize: 10, delivery: .transactional { event, db in
             try db.run("INSERT INTO agent_applied (subscriber, seq) VALUES (?, ?)", name, event.seq)
