@@ -32,7 +32,7 @@ public final class AnyCancellable: Cancellable, Hashable, Sendable {
 
     /// Runs the cancel action if it has not run yet.
     public func cancel() {
-        let action = action.withLock { stored -> (@Sendable () -> Void)? in
+        let action = action.withLock(annotating: self) { stored -> (@Sendable () -> Void)? in
             let taken = stored
             stored = nil
             return taken

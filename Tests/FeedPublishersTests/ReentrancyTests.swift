@@ -36,7 +36,7 @@ import Testing
     @Test func subscriberMayCancelItselfFromInsideReceive() {
         let sut = PassthroughPublisher<Int, Never>()
         let received = Received<Int>()
-        let holder = Mutex<AnyCancellable?>(nil)
+        let holder = Locked<AnyCancellable?>(nil)
         let token = sut.sink { value in
             received.append(value)
             if value == 2 { holder.withLock { $0 }?.cancel() }
@@ -49,7 +49,7 @@ import Testing
     @Test func subscriberMaySubscribeFromInsideReceive() {
         let sut = CurrentValuePublisher<Int, Never>(0)
         let inner = Received<Int>()
-        let tokens = Mutex<[AnyCancellable]>([])
+        let tokens = Locked<[AnyCancellable]>([])
         let outer = sut.sink { value in
             if value == 1 {
                 let token = sut.sink { inner.append($0) }
@@ -65,7 +65,7 @@ import Testing
     @Test func subscriberMayCancelAnotherWhileNestedInsideIt() {
         // B's receive sends; A's receive (nested) cancels B, whose own delivery is still on the stack.
         let sut = PassthroughPublisher<Int, Never>()
-        let holder = Mutex<AnyCancellable?>(nil)
+        let holder = Locked<AnyCancellable?>(nil)
         let b = Received<Int>()
         let tokenA = sut.sink { value in
             if value == 2 { holder.withLock { $0 }?.cancel() }

@@ -11,7 +11,7 @@ import Testing
             var violations = 0
         }
 
-        private let state = Mutex(State())
+        private let state = Locked(State())
         let cancelReturned = Atomic<Bool>(false)
         let lateDeliveries = Atomic<Int>(0)
 
@@ -35,7 +35,7 @@ import Testing
         let passthrough = PassthroughPublisher<Int, Never>()
         let current = CurrentValuePublisher<Int, Never>(-1)
         let sendersDone = Atomic<Int>(0)
-        let checks = Mutex<[OrderCheck]>([])
+        let checks = Locked<[OrderCheck]>([])
         let finished = runOnThreads(4) { index in
             switch index {
             case 0:
@@ -76,7 +76,7 @@ import Testing
         let senders = 3
         let events = 20_000
         let sut = PassthroughPublisher<Int, Never>()
-        let lasts = Mutex([Int](repeating: -1, count: senders))
+        let lasts = Locked([Int](repeating: -1, count: senders))
         let violations = Atomic<Int>(0)
         let total = Atomic<Int>(0)
         let token = sut.sink { tagged in

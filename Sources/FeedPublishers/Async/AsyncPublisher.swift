@@ -98,21 +98,3 @@ public struct AsyncPublisher<Upstream: Publisher>: AsyncSequence where Upstream.
 }
 
 extension AsyncPublisher: Sendable where Upstream: Sendable {}
-
-/// Counts values dropped by all iterators of one `AsyncPublisher`.
-final class DropCounter: Sendable {
-    let count = Atomic<Int>(0)
-}
-
-/// Cancels the iterator's subscription when the iterator (the last copy) goes away.
-final class ValuesLifetime: Sendable {
-    private let onDeinit: @Sendable () -> Void
-
-    init(_ onDeinit: @escaping @Sendable () -> Void) {
-        self.onDeinit = onDeinit
-    }
-
-    deinit {
-        onDeinit()
-    }
-}

@@ -46,7 +46,7 @@ where Downstream.Input: Sendable {
     // MARK: - Subscriber (upstream side, any thread)
 
     func receive(subscription: any Subscription) {
-        let accepted = state.withLock { state -> Bool in
+        let accepted = state.withLock(annotating: self) { state -> Bool in
             guard state.upstream == nil, !state.terminated else { return false }
             state.upstream = subscription
             return true
@@ -58,7 +58,7 @@ where Downstream.Input: Sendable {
         subscription.request(.unlimited)
         enqueue { [self] in
             downstream.receive(subscription: self)
-            let drain = state.withLock { state -> Bool in
+            let drain = state.withLock(annotating: self) { state -> Bool in
                 state.downstreamSubscribed = true
                 return state.claimDrain()
             }
@@ -67,7 +67,7 @@ where Downstream.Input: Sendable {
     }
 
     func receive(_ input: Input) -> Subscribers.Demand {
-        let schedule = state.withLock { state -> Bool in
+        let schedule = state.withLock(annotating: self) { state -> Bool in
             guard !state.terminated, state.completion == nil else { return false }
             state.buffer.append(input)
             return state.claimDrain()
@@ -77,7 +77,7 @@ where Downstream.Input: Sendable {
     }
 
     func receive(completion: Subscribers.Completion<Failure>) {
-        let schedule = state.withLock { state -> Bool in
+        let schedule = state.withLock(annotating: self) { state -> Bool in
             guard !state.terminated, state.completion == nil else { return false }
             state.completion = completion
             state.upstream = nil
@@ -90,7 +90,7 @@ where Downstream.Input: Sendable {
 
     func request(_ demand: Subscribers.Demand) {
         guard demand > 0 else { return }
-        let schedule = state.withLock { state -> Bool in
+        let schedule = state.withLock(annotating: self) { state -> Bool in
             state.demand += demand
             return state.claimDrain()
         }
@@ -98,7 +98,7 @@ where Downstream.Input: Sendable {
     }
 
     func cancel() {
-        let upstream = state.withLock { state -> (any Subscription)? in
+        let upstream = state.withLock(annotating: self) { state -> (any Subscription)? in
             state.terminated = true
             state.buffer = []
             state.head = 0
@@ -113,7 +113,7 @@ where Downstream.Input: Sendable {
 
     private func drain() {
         while true {
-            let step = state.withLock { state -> Step in
+            let step = state.withLock(annotating: self) { state -> Step in
                 if state.terminated {
                     state.draining = false
                     return .stop
@@ -139,7 +139,7 @@ where Downstream.Input: Sendable {
             switch step {
             case .value(let value):
                 let more = downstream.receive(value)
-                if more > 0 { state.withLock { $0.demand += more } }
+                if more > 0 { state.withLock(annotating: self) { $0.demand += more } }
             case .completion(let completion):
                 downstream.receive(completion: completion)
                 return

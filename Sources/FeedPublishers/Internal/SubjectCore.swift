@@ -36,26 +36,26 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
     // MARK: - Reading
 
     var currentValue: Output? {
-        state.withLock { $0.value }
+        state.withLock(annotating: self) { $0.value }
     }
 
     /// The current value and its version, or `nil` once completed.
     var currentValueAndVersion: (Output, Int)? {
-        state.withLock { state -> (Output, Int)? in
+        state.withLock(annotating: self) { state -> (Output, Int)? in
             guard state.completion == nil, let value = state.value else { return nil }
             return (value, state.version)
         }
     }
 
     var isCompleted: Bool {
-        state.withLock { $0.completion != nil }
+        state.withLock(annotating: self) { $0.completion != nil }
     }
 
     // MARK: - Sending
 
     @inlinable
     func send(_ value: Output) {
-        let snapshot = state.withLock { state -> (ContiguousArray<Conduit>, Int)? in
+        let snapshot = state.withLock(annotating: self) { state -> (ContiguousArray<Conduit>, Int)? in
             guard state.completion == nil else { return nil }
             state.version &+= 1
             if replaysValue { state.value = value }
@@ -71,7 +71,7 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
 
     @usableFromInline
     func send(completion: Subscribers.Completion<Failure>) {
-        let conduits = state.withLock { state -> ContiguousArray<Conduit>? in
+        let conduits = state.withLock(annotating: self) { state -> ContiguousArray<Conduit>? in
             guard state.completion == nil else { return nil }
             state.completion = completion
             let conduits = state.conduits
@@ -88,7 +88,7 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
 
     func subscribe<S: Subscriber>(_ subscriber: S) where S.Input == Output, S.Failure == Failure {
         let conduit = SubjectSubscription(downstream: subscriber, core: self, replays: replaysValue)
-        let completion = state.withLock { state -> Subscribers.Completion<Failure>? in
+        let completion = state.withLock(annotating: self) { state -> Subscribers.Completion<Failure>? in
             if let completion = state.completion { return completion }
             state.conduits.append(conduit)
             return nil
@@ -103,7 +103,7 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
     }
 
     func remove(_ conduit: AnyObject) {
-        state.withLock { state in
+        state.withLock(annotating: self) { state in
             if let index = state.conduits.firstIndex(where: { $0 === conduit }) {
                 state.conduits.remove(at: index)
             }

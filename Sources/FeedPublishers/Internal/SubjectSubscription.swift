@@ -54,7 +54,7 @@ where Downstream.Input: Sendable {
     func request(_ demand: Subscribers.Demand) {
         // `request(.none)` is a documented no-op (Combine traps).
         guard demand > 0 else { return }
-        let catchUp = demanded.withLock { state -> Bool in
+        let catchUp = demanded.withLock(annotating: self) { state -> Bool in
             guard mode.load(ordering: .sequentiallyConsistent) != Mode.terminated else { return false }
             state.demand += demand
             if state.demand == .unlimited {
@@ -87,7 +87,7 @@ where Downstream.Input: Sendable {
             _ = downstream.receive(value)
             frame.pointee.current = nil
         case Mode.finite:
-            let granted = demanded.withLock { state -> Bool in
+            let granted = demanded.withLock(annotating: self) { state -> Bool in
                 guard state.demand > 0 else {
                     state.behind = true
                     return false
@@ -98,7 +98,7 @@ where Downstream.Input: Sendable {
             }
             guard granted else { return }
             if replays && !advance(to: version) {
-                demanded.withLock { $0.demand += 1 }
+                demanded.withLock(annotating: self) { $0.demand += 1 }
                 return
             }
             frame.pointee.current = identity
@@ -113,7 +113,7 @@ where Downstream.Input: Sendable {
     func complete(_ completion: Subscribers.Completion<Failure>) {
         guard mode.exchange(Mode.terminated, ordering: .sequentiallyConsistent) != Mode.terminated else { return }
         waitForDeliveriesOnOtherThreads()
-        let deliverNow = demanded.withLock { state -> Bool in
+        let deliverNow = demanded.withLock(annotating: self) { state -> Bool in
             guard state.handedOver else {
                 state.pendingCompletion = completion
                 return false
@@ -125,7 +125,7 @@ where Downstream.Input: Sendable {
 
     /// Called once `receive(subscription:)` has returned; delivers a completion that arrived meanwhile.
     func handOver() {
-        let pending = demanded.withLock { state -> Subscribers.Completion<Failure>? in
+        let pending = demanded.withLock(annotating: self) { state -> Subscribers.Completion<Failure>? in
             state.handedOver = true
             let pending = state.pendingCompletion
             state.pendingCompletion = nil
@@ -139,7 +139,7 @@ where Downstream.Input: Sendable {
     /// Demand returned from `receive(_:)` is added without catching up (Combine's rule).
     private func addDemand(_ more: Subscribers.Demand) {
         guard more > 0 else { return }
-        demanded.withLock { state in
+        demanded.withLock(annotating: self) { state in
             state.demand += more
             if state.demand == .unlimited {
                 _ = mode.compareExchange(
@@ -157,7 +157,7 @@ where Downstream.Input: Sendable {
             guard mode.load(ordering: .sequentiallyConsistent) != Mode.terminated else { return }
             guard advance(to: version) else {
                 // A newer value reached the subscriber first; give the demand back.
-                demanded.withLock { $0.demand += 1 }
+                demanded.withLock(annotating: self) { $0.demand += 1 }
                 return
             }
             frame.pointee.current = identity

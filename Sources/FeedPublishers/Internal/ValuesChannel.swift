@@ -39,7 +39,7 @@ final class ValuesChannel<Output: Sendable, Failure: Error>: Subscriber {
     // MARK: - Subscriber
 
     func receive(subscription: any Subscription) {
-        let accepted = state.withLock { state -> Bool in
+        let accepted = state.withLock(annotating: self) { state -> Bool in
             guard !state.ended, state.subscription == nil else { return false }
             state.subscription = subscription
             return true
@@ -53,7 +53,7 @@ final class ValuesChannel<Output: Sendable, Failure: Error>: Subscriber {
 
     func receive(_ input: Output) -> Subscribers.Demand {
         var dropped = false
-        let waiter = state.withLock { state -> UnsafeContinuation<Void, Never>? in
+        let waiter = state.withLock(annotating: self) { state -> UnsafeContinuation<Void, Never>? in
             guard !state.ended, state.completion == nil else { return nil }
             switch policy {
             case .unbounded:
@@ -86,7 +86,7 @@ final class ValuesChannel<Output: Sendable, Failure: Error>: Subscriber {
     }
 
     func receive(completion: Subscribers.Completion<Failure>) {
-        let waiter = state.withLock { state -> UnsafeContinuation<Void, Never>? in
+        let waiter = state.withLock(annotating: self) { state -> UnsafeContinuation<Void, Never>? in
             guard !state.ended, state.completion == nil else { return nil }
             state.completion = completion
             state.subscription = nil
@@ -101,7 +101,7 @@ final class ValuesChannel<Output: Sendable, Failure: Error>: Subscriber {
 
     /// Moves every buffered value into `batch` (handing back the consumed array's storage).
     func take(into batch: inout [Output], index: inout Int) -> Take {
-        state.withLock { state -> Take in
+        state.withLock(annotating: self) { state -> Take in
             if state.head < state.buffer.count {
                 batch.removeAll(keepingCapacity: true)
                 swap(&batch, &state.buffer)
@@ -124,7 +124,7 @@ final class ValuesChannel<Output: Sendable, Failure: Error>: Subscriber {
     func waitForWork() async {
         await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-                let resumeNow = state.withLock { state -> Bool in
+                let resumeNow = state.withLock(annotating: self) { state -> Bool in
                     if state.head < state.buffer.count || state.completion != nil || state.ended { return true }
                     state.waiter = continuation
                     return false
@@ -138,7 +138,7 @@ final class ValuesChannel<Output: Sendable, Failure: Error>: Subscriber {
 
     /// Ends the iteration and cancels the upstream subscription.
     func cancel() {
-        let (subscription, waiter) = state.withLock { state -> ((any Subscription)?, UnsafeContinuation<Void, Never>?) in
+        let (subscription, waiter) = state.withLock(annotating: self) { state -> ((any Subscription)?, UnsafeContinuation<Void, Never>?) in
             state.ended = true
             state.buffer = []
             state.head = 0

@@ -47,7 +47,7 @@ extension Publishers {
             }
 
             func receive(subscription: any Subscription) {
-                let finishAtOnce = state.withLock { state -> Bool in
+                let finishAtOnce = state.withLock(annotating: self) { state -> Bool in
                     state.subscription = subscription
                     if state.remaining == 0 {
                         state.done = true
@@ -64,7 +64,7 @@ extension Publishers {
             }
 
             func receive(_ input: Upstream.Output) -> Subscribers.Demand {
-                let step = state.withLock { state -> (deliver: Bool, finish: (any Subscription)??) in
+                let step = state.withLock(annotating: self) { state -> (deliver: Bool, finish: (any Subscription)??) in
                     guard !state.done else { return (false, nil) }
                     state.remaining -= 1
                     guard state.remaining == 0 else { return (true, nil) }
@@ -84,7 +84,7 @@ extension Publishers {
             }
 
             func receive(completion: Subscribers.Completion<Upstream.Failure>) {
-                let forward = state.withLock { state -> Bool in
+                let forward = state.withLock(annotating: self) { state -> Bool in
                     guard !state.done else { return false }
                     state.done = true
                     state.subscription = nil

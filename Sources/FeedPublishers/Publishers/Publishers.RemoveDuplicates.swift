@@ -43,7 +43,7 @@ extension Publishers {
             }
 
             func receive(_ input: Upstream.Output) -> Subscribers.Demand {
-                let last = previous.withLock { stored -> Upstream.Output? in
+                let last = previous.withLock(annotating: self) { stored -> Upstream.Output? in
                     let last = stored
                     stored = input
                     return last

@@ -36,7 +36,7 @@ extension Subscribers {
 
         /// Keeps the subscription and requests unlimited values; a second subscription is cancelled.
         public func receive(subscription: any Subscription) {
-            let accepted = state.withLock { state -> Bool in
+            let accepted = state.withLock(annotating: self) { state -> Bool in
                 guard case .awaitingSubscription = state else { return false }
                 state = .subscribed(subscription)
                 return true
@@ -56,13 +56,13 @@ extension Subscribers {
 
         /// Passes the completion to `receiveCompletion` and drops the subscription.
         public func receive(completion: Subscribers.Completion<Failure>) {
-            state.withLock { $0 = .terminal }
+            state.withLock(annotating: self) { $0 = .terminal }
             receiveCompletion(completion)
         }
 
         /// Cancels the subscription; no value reaches the closures after this returns.
         public func cancel() {
-            let subscription = state.withLock { state -> (any Subscription)? in
+            let subscription = state.withLock(annotating: self) { state -> (any Subscription)? in
                 defer { state = .terminal }
                 if case .subscribed(let subscription) = state { return subscription }
                 return nil

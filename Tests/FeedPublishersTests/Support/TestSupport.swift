@@ -9,7 +9,7 @@ struct TestError: Error, Equatable {
 
 /// A thread-safe list of received values.
 final class Received<Value: Sendable>: Sendable {
-    private let storage = Mutex<[Value]>([])
+    private let storage = Locked<[Value]>([])
 
     func append(_ value: Value) {
         storage.withLock { $0.append(value) }
@@ -56,7 +56,7 @@ final class AsyncGate: Sendable {
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func open() {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in

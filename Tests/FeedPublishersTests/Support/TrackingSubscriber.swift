@@ -14,7 +14,7 @@ final class TrackingSubscriber<Input: Sendable & Equatable, Failure: Error & Equ
         var history: [Event] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let initialDemand: Subscribers.Demand
     private let onValue: @Sendable (Input) -> Subscribers.Demand
 
