@@ -5,6 +5,10 @@ import Foundation
 ///
 /// - `agent-writer --db PATH [--rate 200] [--count 1000] [--users 1000] [--posts 10000]`: toggles likes from the
 ///   toggle stream at a fixed rate; after each commit prints `seq wallNanos` (CLOCK_REALTIME) and flushes.
+/// - `agent-load --db PATH --ops N --seed S [--users 20] [--posts 50]`: N random like / unlike / toggle commands,
+///   each its own transaction; prints `done N failures F`; exit status 1 if any command failed.
+/// - `agent-crash --db PATH --user ID`: likes/unlikes in a loop forever, printing `ack SEQ` after each commit,
+///   until killed.
 /// - `agent-subscriber --db PATH --name NAME`: a durable subscriber whose effect lives in the same database
 ///   (table `agent_applied`), exactly once; follows other processes' changes; prints `applied SEQ` per batch.
 enum Agents {
@@ -30,6 +34,49 @@ enum Agents {
             let post = 1 + random.next(posts)
             let result = try service.toggle(userID: "user\(user)", postID: "post\(post)")
             emitLine("\(result.seq ?? 0) \(realtimeNanos())")
+        }
+    }
+
+    static func load(_ args: Arguments) throws {
+        let path = args.string("db", "")
+        let ops = try args.int("ops", 5000)
+        let seed = try args.int("seed", 1)
+        let users = try args.int("users", 20)
+        let posts = try args.int("posts", 50)
+        try args.finish()
+        guard !path.isEmpty else { throw BenchError("agent-load needs --db PATH") }
+        let service = try FeedService(path: path)
+        var random = BenchRandom(seed: UInt64(seed))
+        var failures = 0
+        for _ in 0..<ops {
+            let user = "user\(1 + random.next(users))"
+            let post = "post\(1 + random.next(posts))"
+            do {
+                switch random.next(3) {
+                case 0: try service.like(userID: user, postID: post)
+                case 1: try service.unlike(userID: user, postID: post)
+                default: try service.toggle(userID: user, postID: post)
+                }
+            } catch {
+                failures += 1
+                FileHandle.standardError.write(Data("agent-load: \(error)\n".utf8))
+            }
+        }
+        emitLine("done \(ops) failures \(failures)")
+        if failures > 0 { exit(1) }
+    }
+
+    static func crash(_ args: Arguments) throws {
+        let path = args.string("db", "")
+        let user = args.string("user", "user1")
+        let posts = try args.int("posts", 50)
+        try args.finish()
+        guard !path.isEmpty else { throw BenchError("agent-crash needs --db PATH") }
+        let service = try FeedService(path: path)
+        var random = BenchRandom(seed: UInt64(getpid()))
+        while true {
+            let result = try service.toggle(userID: user, postID: "post\(1 + random.next(posts))")
+            emitLine("ack \(result.seq ?? 0) \(result.postID) \(result.liked ? 1 : 0)")
         }
     }
 

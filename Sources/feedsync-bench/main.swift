@@ -10,6 +10,8 @@ do {
     switch args.command {
     case "agent-writer": try Agents.writer(args)
     case "agent-subscriber": try Agents.subscriber(args)
+    case "agent-load": try Agents.load(args)
+    case "agent-crash": try Agents.crash(args)
     default: exit(try Workloads.run(args) ? 0 : 1)
     }
 } catch {
