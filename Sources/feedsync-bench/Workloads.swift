@@ -1,7 +1,15 @@
-/// Dispatches `w1` … `w6`.
+/// Dispatches `w1` … `w6` (bench/WORKLOADS.md); each prints one JSON line and returns whether its checks passed.
 enum Workloads {
     /// Runs the workload named by `args.command`; returns whether its checks passed.
     static func run(_ args: Arguments) throws -> Bool {
-        throw BenchError("unknown subcommand \(args.command); the workloads are being written")
+        switch args.command {
+        case "w1": try W1Toggle.run(args)
+        case "w2": try W2Page.run(args)
+        case "w3": try W3Fanout.run(args)
+        case "w4": try W4Observed.run(args)
+        case "w5": try W5CrossProcess.run(args)
+        case "w6": try W6CatchUp.run(args)
+        default: throw BenchError("unknown subcommand \(args.command); use w1 … w6")
+        }
     }
 }
