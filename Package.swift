@@ -114,6 +114,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "FeedCLITests",
+            dependencies: ["FeedCLI", "FeedSync", "FeedTestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "FeedDependenciesTests",
             dependencies: ["FeedDependencies"],
             swiftSettings: strictSettings

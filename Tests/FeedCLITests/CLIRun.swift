@@ -1,0 +1,127 @@
+import Foundation
+
+/// The outcome of one `feedsync` run.
+struct CLIResult: Sendable {
+    let status: Int32
+    let stdout: String
+    let stderr: String
+
+    var lines: [String] { stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init).dropLast(stdout.hasSuffix("\n") ? 1 : 0) }
+}
+
+/// Runs the built `feedsync` binary, which SwiftPM puts next to the test bundle (`.build/<config>/feedsync`).
+enum CLIRun {
+    /// The binary's path.
+    static let executable: String = {
+        let directory = Bundle.main.bundleURL.deletingLastPathComponent()
+        for candidate in [directory, Bundle.main.bundleURL] {
+            let path = candidate.appendingPathComponent("feedsync").path
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        let fromArgv = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("feedsync").path
+        return fromArgv
+    }()
+
+    /// A clean environment: no FEEDSYNC_* or NO_COLOR leaking in from the developer's shell, HOME set to `home`.
+    static func environment(home: String, _ extra: [String: String] = [:]) -> [String: String] {
+        var environment = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8"]
+        environment.merge(extra) { $1 }
+        return environment
+    }
+
+    /// Runs `feedsync arguments` to completion with `stdin` piped in.
+    static func run(_ arguments: [String], environment: [String: String], stdin: String = "") throws -> CLIResult {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = environment
+        let input = Pipe(), output = Pipe(), errors = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        input.fileHandleForWriting.write(Data(stdin.utf8))
+        try input.fileHandleForWriting.close()
+        let outData = output.fileHandleForReading.readDataToEndOfFile()
+        let errData = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return CLIResult(
+            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+            stderr: String(decoding: errData, as: UTF8.self))
+    }
+}
+
+/// A `feedsync` process left running (`events --follow`, `watch`, `app`), whose stdout is collected as it comes.
+final class RunningCLI: Sendable {
+    private let process: Process
+    private let input: Pipe
+    private let output: Pipe
+    private let buffer = Collected()
+    private let condition = NSCondition()
+    private let exited = DispatchSemaphore(value: 0)
+
+    init(_ arguments: [String], environment: [String: String]) throws {
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: CLIRun.executable)
+        process.arguments = arguments
+        process.environment = environment
+        input = Pipe()
+        output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        output.fileHandleForReading.readabilityHandler = { [buffer, condition] handle in
+            let data = handle.availableData
+            condition.lock()
+            buffer.text += String(decoding: data, as: UTF8.self)
+            condition.broadcast()
+            condition.unlock()
+        }
+        process.terminationHandler = { [exited] _ in exited.signal() }
+        try process.run()
+    }
+
+    /// Everything printed so far.
+    var stdout: String {
+        condition.lock()
+        defer { condition.unlock() }
+        return buffer.text
+    }
+
+    /// Waits until stdout contains `text`, at most `timeout` seconds; returns whether it appeared.
+    func waitFor(_ text: String, timeout: TimeInterval = 10) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while !buffer.text.contains(text) {
+            if !condition.wait(until: deadline) { return buffer.text.contains(text) }
+        }
+        return true
+    }
+
+    /// Writes a line to the process's stdin.
+    func send(_ line: String) {
+        input.fileHandleForWriting.write(Data((line + "\n").utf8))
+    }
+
+    /// Sends SIGINT and waits for the exit status (bounded).
+    func interrupt(timeout: TimeInterval = 10) -> Int32? {
+        process.interrupt()
+        return waitForExit(timeout: timeout)
+    }
+
+    /// Waits for the process to end, at most `timeout` seconds; `nil` when it did not (it is then killed).
+    func waitForExit(timeout: TimeInterval = 10) -> Int32? {
+        if exited.wait(timeout: .now() + timeout) == .timedOut {
+            process.terminate()
+            return nil
+        }
+        output.fileHandleForReading.readabilityHandler = nil
+        return process.terminationStatus
+    }
+}
+
+/// Text collected from a pipe. `@unchecked Sendable`: `text` is only touched with `RunningCLI.condition` locked.
+final class Collected: @unchecked Sendable {
+    var text = ""
+}

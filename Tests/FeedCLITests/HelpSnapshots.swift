@@ -1,0 +1,45 @@
+/// Expected long help texts, kept beside the tests (the short ones are inline in the tests).
+enum HelpSnapshots {
+    static let overview = """
+        feedsync — a feed with likes on a SQLite file, synced across processes.
+
+        Usage: feedsync <command> [options]
+
+        Commands:
+          init       Create or migrate the database; prints its path and schema version.
+          status     Show the database's path, schema version, pending migrations, counts and last seq.
+          user add   Create a user.
+          user list  List the users, ordered by id.
+          post add   Create a post; prints its id.
+          feed       Show the feed, newest first, with ❤️ on the posts the viewer likes.
+          show       Show one post: text, author, time, likes, and whether the viewer likes it.
+          like       Like a post (liking a liked post changes nothing).
+          unlike     Take a like back (unliking an unliked post changes nothing).
+          toggle     Like the post if the user does not like it yet, else take the like back.
+          events     Print the event log, oldest first.
+          watch      Show the feed and keep it current while other processes change it.
+          app        The interactive feed → detail → like → back flow (reads commands from stdin).
+          seed       Fill an empty database with deterministic sample data through the bulk path.
+          check      Check integrity and invariants; exit status 1 lists each violation.
+          demo       Play the feed → detail → like → back flow on sample data, with narration.
+
+        Global options (anywhere on the line):
+          --db PATH   The database file (default: $FEEDSYNC_DB, else the per-user data directory).
+          --user ID   The acting user (default: $FEEDSYNC_USER).
+          --json      Print JSON instead of text.
+          --no-color  No colour (also when NO_COLOR is set or stdout is not a terminal).
+          --help      Show help (-h).
+          --version   Show the version.
+
+        Environment: FEEDSYNC_DB, FEEDSYNC_USER, NO_COLOR, XDG_DATA_HOME, FEEDSYNC_BUSY_TIMEOUT_MS.
+        Exit status: 0 ok, 1 check found violations, 64 usage, 65 data, 74 database or I/O, 75 busy.
+
+        Start with 'feedsync demo'. See 'feedsync <command> --help' for details.
+
+        """
+}
+
+/// The version the binary should print.
+enum FeedSyncCLIVersion {
+    static let expected = "0.1.0"
+}
