@@ -78,7 +78,7 @@ enum CommandCatalog {
             arguments: [],
             options: [
                 OptionSpec(name: "posts", valueName: "N", help: "Posts post1…postN (default \(Limits.defaultSeed.posts))."),
-                OptionSpec(name: "users", valueName: "N", help: "Likers user1…userN, plus user0 (default \(Limits.defaultSeed.users))."),
+                OptionSpec(name: "users", valueName: "N", help: "Likes are drawn from user1…userN (default \(Limits.defaultSeed.users))."),
                 OptionSpec(name: "likes", valueName: "N", help: "Distinct likes (default \(Limits.defaultSeed.likes))."),
             ],
             needsUser: false,

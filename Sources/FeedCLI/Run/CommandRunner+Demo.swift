@@ -17,7 +17,16 @@ extension CommandRunner {
         } else {
             narration.append("Using the posts already in the database.")
         }
-        let detailCheck = try attempt { () throws(FeedError) in try service.post(id: postID, viewerID: viewer) }
+        let detailCheck: PostDetail
+        do {
+            detailCheck = try service.post(id: postID, viewerID: viewer)
+        } catch {
+            guard error.category == .data else { throw CLIError(error) }
+            throw CLIError(
+                "the database \(FeedError.quoted(context.settings.databasePath)) has other posts than the demo's "
+                    + "(no alice or post2). Pass --db with a new path.",
+                exitCode: .data)
+        }
         printLines(narration)
 
         let failure = withDependencies { $0.feedClient = .live(service) } operation: { () -> CLIError? in
