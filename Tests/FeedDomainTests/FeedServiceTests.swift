@@ -228,4 +228,3 @@ final class LockedLog<Value: Sendable>: @unchecked Sendable {
     }
 }
 
-import Synchronization

@@ -4,7 +4,6 @@ import FeedPublishers
 import FeedStorage
 import FeedTestSupport
 import Foundation
-import Synchronization
 
 /// A file-backed service with three users and posts post1…post3, built with deterministic time and ids.
 func makeService(in dir: TemporaryDirectory, bridge: EventBridge = EventBridge()) throws -> FeedService {
@@ -21,12 +20,13 @@ func makeService(in dir: TemporaryDirectory, bridge: EventBridge = EventBridge()
 
 /// Collects what a publisher delivers, safely from any thread.
 final class Recorder<Value: Sendable>: Sendable {
-    private let log = LockedLog<Value>()
-    private let cancellable = Mutex<AnyCancellable?>(nil)
+    private let log: LockedLog<Value>
+    private let cancellable: AnyCancellable
 
     init<P: Publisher>(_ publisher: P) where P.Output == Value, P.Failure == Never {
-        let token = publisher.sink { [log] value in log.append(value) }
-        cancellable.withLock { $0 = token }
+        let log = LockedLog<Value>()
+        self.log = log
+        cancellable = publisher.sink { value in log.append(value) }
     }
 
     var values: [Value] { log.values }
@@ -34,5 +34,18 @@ final class Recorder<Value: Sendable>: Sendable {
     /// Waits until `predicate` holds for what was received, at most `seconds`.
     func wait(seconds: Double = 10, until predicate: ([Value]) -> Bool) -> Bool {
         log.wait(seconds: seconds, until: predicate)
+    }
+}
+
+/// A value behind an `NSLock` (visible to ThreadSanitizer, unlike `Synchronization.Mutex`).
+final class Box<Value>: @unchecked Sendable {
+    // `@unchecked Sendable`: `value` is only touched while `lock` is held.
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
     }
 }

@@ -5,7 +5,6 @@ import FeedSQLite
 import FeedStorage
 import FeedTestSupport
 import Foundation
-import Synchronization
 import Testing
 
 @Suite struct DurableSubscriberTests {
@@ -58,7 +57,7 @@ import Testing
         let service = try makeService(in: dir)
         try service.store.write { db in try db.execute("CREATE TABLE applied (seq INTEGER PRIMARY KEY)") }
         for _ in 0..<4 { _ = try service.toggle(userID: "user1", postID: "post1") }
-        let failOn = Mutex<Int64?>(8)
+        let failOn = Box<Int64?>(8)
         struct Boom: Error {}
         let subscriber = DurableSubscriber(name: "flaky", service: service, batchSize: 5, delivery: .transactional { event, db in
             if failOn.withLock({ $0 == event.seq }) { throw Boom() }
@@ -125,7 +124,7 @@ import Testing
 
     @Test func pruningByAgeKeepsNewerEvents() throws {
         let dir = TemporaryDirectory()
-        let clock = Mutex(Date(timeIntervalSince1970: 1_000))
+        let clock = Box(Date(timeIntervalSince1970: 1_000))
         let service = try withDependencies {
             $0.date = DateGenerator { clock.withLock { $0 } }
         } operation: { () throws in
@@ -189,7 +188,7 @@ import Testing
         options.pollInterval = .milliseconds(20)
         options.maximumBackoff = .milliseconds(50)
         // SQLITE_BUSY for the next checks, as a reader sees it while another process runs recovery.
-        let busyChecks = Mutex(3)
+        let busyChecks = Box(3)
         options.faultInjector = {
             let fail = busyChecks.withLock { count -> Bool in
                 guard count > 0 else { return false }

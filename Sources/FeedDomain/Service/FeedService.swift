@@ -2,7 +2,6 @@ internal import FeedDependencies
 public import FeedSQLite
 public import FeedStorage
 internal import Foundation
-internal import Synchronization
 
 /// The one public API for FeedSync's commands and queries; the CLI and library users both call it.
 ///
@@ -30,7 +29,7 @@ public final class FeedService: Sendable {
 
     private let date: DateGenerator
     private let uuid: UUIDGenerator
-    private let userKeys = Mutex<[String: Int64]>([:])
+    private let userKeys = Locked<[String: Int64]>([:])
 
     /// Creates a service over an open store.
     ///

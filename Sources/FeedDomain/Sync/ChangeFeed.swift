@@ -2,7 +2,6 @@ public import FeedPublishers
 internal import FeedSQLite
 internal import FeedStorage
 internal import Foundation
-internal import Synchronization
 
 /// Brings changes committed by other processes into this process: they reach ``FeedService/bridge``'s publishers
 /// (and so every projection) in seq order, each once, together with this process's own.
@@ -49,7 +48,7 @@ public final class ChangeFeed: Sendable {
     private let service: FeedService
     private let options: Options
     private let errorSubject = PassthroughPublisher<FeedError, Never>()
-    private let state = Mutex<RunState>(RunState())
+    private let state = Locked<RunState>(RunState())
 
     private struct RunState {
         var thread: Thread?

@@ -2,7 +2,6 @@ public import FeedPublishers
 public import FeedSQLite
 public import FeedStorage
 internal import Foundation
-internal import Synchronization
 
 /// A named subscriber that remembers, in the database, the last event it applied, and never misses or repeats one.
 ///
@@ -57,7 +56,7 @@ public final class DurableSubscriber: Sendable {
     private let batchSize: Int
     private let queue: DispatchQueue
     private let signalSubject = PassthroughPublisher<Signal, Never>()
-    private let live = Mutex<LiveState>(LiveState())
+    private let live = Locked<LiveState>(LiveState())
 
     private struct LiveState {
         var subscription: AnyCancellable?
