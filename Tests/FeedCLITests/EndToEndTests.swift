@@ -66,6 +66,12 @@ import Testing
         }
     }
 
+    @Test func demoRefusesADatabaseWithOtherPosts() throws {
+        try #require(try feedsync("seed", "--posts", "10", "--users", "5", "--likes", "3").status == 0)
+        expectFailure(try feedsync("demo"), status: 65, message:
+            "Error: the database \"\(database)\" has other posts than the demo's (no alice or post2). Pass --db with a new path.")
+    }
+
     @Test func usersAndPosts() throws {
         try feedsync("init")
         #expect(try feedsync("user", "add", "alice", "--name", "Alice").stdout == "alice\n")

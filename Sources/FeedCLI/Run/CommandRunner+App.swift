@@ -4,6 +4,7 @@ extension CommandRunner {
     /// `app`: the interactive feed → detail → like → back flow, reading commands from stdin (a terminal or a pipe).
     func app(_ command: FeedCommand) async throws(CLIError) -> ExitCode {
         let service = try context.openService(create: false)
+        defer { service.store.close() }  // the last connection to close checkpoints the WAL
         let viewer = context.userID
         // Fail early, with the usual message and status, when the viewer does not exist.
         _ = try attempt { () throws(FeedError) in try service.feedPage(viewerID: viewer, limit: 1) }

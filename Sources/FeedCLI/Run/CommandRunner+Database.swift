@@ -7,6 +7,7 @@ extension CommandRunner {
         let path = context.settings.databasePath
         let existed = FileManager.default.fileExists(atPath: path)
         let service = try context.openService(create: true)
+        defer { service.store.close() }  // the last connection to close checkpoints the WAL
         let status = try attempt { () throws(FeedError) in try service.status() }
         if json {
             printJSON(.object([
@@ -22,6 +23,7 @@ extension CommandRunner {
     /// `status`: path, schema, pending migrations, counts, last seq.
     func status() throws(CLIError) -> ExitCode {
         let service = try context.openService(create: false)
+        defer { service.store.close() }  // the last connection to close checkpoints the WAL
         let status = try attempt { () throws(FeedError) in try service.status() }
         let path = context.settings.databasePath
         if json {
@@ -46,6 +48,7 @@ extension CommandRunner {
     /// `check`: 0 when every invariant holds, 1 listing each violation.
     func check() throws(CLIError) -> ExitCode {
         let service = try context.openService(create: true)
+        defer { service.store.close() }  // the last connection to close checkpoints the WAL
         let violations = try attempt { () throws(FeedError) in try service.check() }
         if json {
             printJSON(.object([

@@ -7,6 +7,7 @@ extension CommandRunner {
     /// run still shows a like landing.
     func demo() throws(CLIError) -> ExitCode {
         let service = try context.openService(create: true)
+        defer { service.store.close() }  // the last connection to close checkpoints the WAL
         let viewer = "alice"
         let postID = "post2"
         let status = try attempt { () throws(FeedError) in try service.status() }

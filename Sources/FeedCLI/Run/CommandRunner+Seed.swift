@@ -7,6 +7,7 @@ extension CommandRunner {
     /// database deduplicates the randomly drawn likes.
     func seed(_ command: SeedCommand) throws(CLIError) -> ExitCode {
         let service = try context.openService(create: true)
+        defer { service.store.close() }  // the last connection to close checkpoints the WAL
         let existing = try attempt { () throws(FeedError) in try service.status() }
         guard existing.posts == 0 else {
             throw CLIError(
