@@ -118,7 +118,8 @@ public final class Connection {
             try execute("PRAGMA foreign_keys = ON; SELECT count(*) FROM sqlite_schema;")
         }
         if let kib = configuration.cacheSizeKiB {
-            try execute("PRAGMA cache_size = \(-abs(kib))")
+            // PRAGMA takes no parameters; the value is an integer from the configuration, not text input.
+            try execute("PRAGMA cache_size = " + String(-abs(kib)))
         }
         if !isReadOnly, case .file = location {
             // Switching to WAL needs an exclusive lock for an instant; retry within the busy policy's bound.
