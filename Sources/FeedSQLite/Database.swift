@@ -117,8 +117,11 @@ public final class Database: Sendable {
     }
 
     /// Closes every connection. Later calls to ``write(_:)`` or ``read(_:)`` fail with `SQLITE_MISUSE`.
+    ///
+    /// Readers close first, so the writer is the last connection: SQLite then checkpoints the WAL into the
+    /// database and removes the `-wal` and `-shm` files (a read-only connection could not).
     public func close() {
-        writer?.close()
         readers.close()
+        writer?.close()
     }
 }

@@ -221,3 +221,19 @@ import Testing
         #expect(fileBytes(path) == content)
     }
 }
+
+@Suite struct CloseTests {
+    @Test func closingTheStoreCheckpointsAndRemovesTheWAL() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("db.sqlite")
+        let store = try FeedStore(path: path)
+        try store.write { db in try UserRepository(db).insert(id: "u", name: "", at: Date()) }
+        _ = try store.read { db in try UserRepository(db).all() }
+        #expect(FileManager.default.fileExists(atPath: path + "-wal"))
+        store.close()
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
+        #expect(!FileManager.default.fileExists(atPath: path + "-shm"))
+        let reopened = try FeedStore(path: path)
+        #expect(try reopened.read { db in try UserRepository(db).count() } == 1)
+    }
+}

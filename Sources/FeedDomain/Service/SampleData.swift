@@ -13,7 +13,7 @@ public struct SampleData: Sendable {
         users: [("alice", "Alice"), ("bob", "Bob"), ("carol", "Carol")],
         posts: [
             ("post1", "alice", "Hello, FeedSync! A feed that survives restarts."),
-            ("post2", "bob", "Liked on the detail screen, shown with ❤️ in the feed at once."),
+            ("post2", "bob", "Liked on the detail screen, shown in the feed at once."),
             ("post3", "carol", "Two processes, one database: likes sync across both."),
             ("post4", "alice", "Offline subscribers catch up without missing anything."),
             ("post5", "bob", "Every like is one transaction with its event row."),

@@ -29,13 +29,14 @@ public struct SeedPlan: Sendable, Hashable {
         self.likes = likes
     }
 
-    /// Checks the counts: posts and users at least 1 (posts ≤ 10,000,000, users ≤ 1,000,000), likes ≥ 0 and no
-    /// more than there are (user, post) pairs.
+    /// Checks the counts: posts and users at least 1 (posts ≤ 10,000,000, users ≤ 1,000,000), likes ≥ 0 and at
+    /// most half of the (user, post) pairs (drawing distinct pairs near saturation would take very long) and at
+    /// most 100,000,000.
     public func validate() throws(FeedError) {
         guard (1...10_000_000).contains(posts) else { throw FeedError.invalidLimit(posts, maximum: 10_000_000) }
         guard (1...1_000_000).contains(users) else { throw FeedError.invalidLimit(users, maximum: 1_000_000) }
         let pairs = users.multipliedReportingOverflow(by: posts)
-        let maximum = pairs.overflow ? Int.max : min(pairs.partialValue, 100_000_000)
+        let maximum = pairs.overflow ? 100_000_000 : min(pairs.partialValue / 2, 100_000_000)
         guard (0...maximum).contains(likes) else { throw FeedError.invalidLimit(likes, maximum: maximum) }
     }
 }
