@@ -34,7 +34,11 @@ extension SQLiteError: CustomStringConvertible {
     /// `SQLite error CODE (MESSAGE) - while executing `SQL``; never includes bound values.
     public var description: String {
         var text = "SQLite error \(code.rawValue) (\(message))"
-        if let sql { text += " - while executing `\(sql)`" }
+        if let sql {
+            // One line, whatever the SQL's layout: errors are printed as single lines.
+            let compact = sql.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" }).joined(separator: " ")
+            text += " - while executing `\(compact)`"
+        }
         return text
     }
 }

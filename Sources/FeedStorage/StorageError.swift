@@ -12,6 +12,13 @@ public enum StorageError: Error, Sendable, Hashable {
     case cannotOpen(path: String, reason: String)
     /// A write was attempted on a database that is read-only (file permissions or opened read-only).
     case readOnly(path: String)
+    /// The database file is damaged (`SQLITE_CORRUPT`), for example truncated.
+    case corrupt(path: String)
+    /// The disk (or a file size limit) is full; the transaction was rolled back.
+    case diskFull(path: String)
+    /// The operating system failed a read or write (`SQLITE_IOERR`): a full disk, a file size limit, a failing
+    /// device. The transaction was rolled back.
+    case ioError(path: String, code: ResultCode)
     /// Another connection held a lock for longer than the busy policy waits.
     case busy(SQLiteError)
     /// The database was written by a newer FeedSync: its schema version is higher than this binary knows.
@@ -42,6 +49,9 @@ public enum StorageError: Error, Sendable, Hashable {
         case ResultCode.notADatabase: self = .notADatabase(path: location)
         case ResultCode.cannotOpen: self = .cannotOpen(path: location, reason: error.message)
         case ResultCode.readOnly: self = .readOnly(path: location)
+        case ResultCode.corrupt: self = .corrupt(path: location)
+        case ResultCode.full: self = .diskFull(path: location)
+        case ResultCode.ioError: self = .ioError(path: location, code: error.code)
         case ResultCode.busy, ResultCode.locked: self = .busy(error)
         default: self = .sqlite(error)
         }
@@ -55,6 +65,9 @@ extension StorageError: CustomStringConvertible {
         case .notADatabase(let path): "\(path) is not a FeedSync database (not SQLite); it was left untouched"
         case .cannotOpen(let path, let reason): "cannot open database \(path): \(reason)"
         case .readOnly(let path): "database \(path) is read-only"
+        case .corrupt(let path): "database \(path) is damaged (SQLite reports it malformed)"
+        case .diskFull(let path): "the disk is full while writing \(path); nothing was written"
+        case .ioError(let path, let code): "I/O error on \(path) (SQLite code \(code.rawValue)); nothing was written"
         case .busy(let error): "database is busy (locked by another connection beyond the timeout): \(error.message)"
         case .schemaNewer(let database, let binary):
             "database schema version \(database) is newer than this FeedSync (knows up to \(binary))"

@@ -7,4 +7,8 @@ import Glibc
 import Darwin
 #endif
 
-exit(await FeedSyncCLI.run(arguments: Array(CommandLine.arguments.dropFirst())))
+// Arguments are decoded strictly: invalid UTF-8 is refused rather than repaired with replacement characters.
+let rawArguments = (1..<Int(CommandLine.argc)).map { index in
+    CommandLine.unsafeArgv[index].flatMap { String(validatingCString: $0) }
+}
+exit(await FeedSyncCLI.run(rawArguments: rawArguments))

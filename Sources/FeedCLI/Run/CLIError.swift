@@ -9,7 +9,8 @@ struct CLIError: Error, Sendable, Hashable {
 
     /// A failure with a message (without the `Error: ` prefix) and a status.
     init(_ problem: String, exitCode: ExitCode) {
-        message = "Error: " + problem
+        // Always one line: a message never spans lines, whatever it quotes.
+        message = "Error: " + problem.split(whereSeparator: \.isNewline).joined(separator: " ")
         self.exitCode = exitCode
     }
 
@@ -48,6 +49,12 @@ struct CLIError: Error, Sendable, Hashable {
             "cannot open database \(FeedError.quoted(path)): \(reason). Check the path and its permissions, or pass --db."
         case .readOnly(let path):
             "database \(FeedError.quoted(path)) is read-only. Check the file's and its directory's permissions, or pass --db."
+        case .corrupt(let path):
+            "database \(FeedError.quoted(path)) is damaged (SQLite reports it malformed). Restore it from a backup, or pass --db."
+        case .ioError(let path, let code):
+            "cannot write \(FeedError.quoted(path)): I/O error (SQLite code \(code.rawValue)); nothing was written. Check free disk space and file size limits."
+        case .diskFull(let path):
+            "the disk is full while writing \(FeedError.quoted(path)); nothing was written. Free some space and try again."
         case .busy:
             "the database stayed locked by another process beyond the busy timeout. Try again."
         case .schemaNewer(let database, let binary):

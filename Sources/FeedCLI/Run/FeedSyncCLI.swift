@@ -32,6 +32,16 @@ public enum FeedSyncCLI {
         }
     }
 
+    /// Runs `feedsync` with the raw command line: each argument is `nil` when its bytes are not valid UTF-8, which
+    /// is refused (exit 65) before anything is parsed or opened, instead of silently storing replacement characters.
+    public static func run(rawArguments: [String?], environment: [String: String]? = nil) async -> Int32 {
+        if let index = rawArguments.firstIndex(where: { $0 == nil }) {
+            Console().error("Error: argument \(index + 1) is not valid UTF-8 text. Pass ids and text as UTF-8.")
+            return ExitCode.data.rawValue
+        }
+        return await run(arguments: rawArguments.compactMap { $0 }, environment: environment)
+    }
+
     private static func execute(arguments: [String], environment: [String: String], console: Console) async throws(CLIError) -> ExitCode {
         let invocation: Invocation
         do {
