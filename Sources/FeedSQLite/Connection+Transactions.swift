@@ -72,4 +72,3 @@ extension Connection {
         if isInTransaction { _ = try? cachedStatement("ROLLBACK").execute() }
     }
 }
-

@@ -59,7 +59,9 @@ public final class Connection {
         let code = sqlite3_open_v2(path, &pointer, flags, nil)
         guard let pointer else { throw SQLiteError(code: ResultCode(rawValue: code)) }
         if code != SQLITE_OK {
-            let error = SQLiteError(code: ResultCode(rawValue: sqlite3_extended_errcode(pointer)), message: String(cString: sqlite3_errmsg(pointer)) + " (\(path))")
+            let error = SQLiteError(
+                code: ResultCode(rawValue: sqlite3_extended_errcode(pointer)),
+                message: String(cString: sqlite3_errmsg(pointer)) + " (\(path))")
             sqlite3_close_v2(pointer)
             throw error
         }
@@ -145,7 +147,7 @@ public final class Connection {
             do {
                 try body()
                 return
-            } catch where error.isBusy && clock.now < deadline {
+            } catch  where error.isBusy && clock.now < deadline {
                 // Not a wait for an event: SQLite offers no notification when another process releases its lock.
                 usleep(UInt32(pause.components.attoseconds / 1_000_000_000_000))
                 pause = min(pause * 2, .milliseconds(50))

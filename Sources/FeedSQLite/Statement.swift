@@ -36,7 +36,8 @@ public final class Statement {
     ///
     /// - Precondition: `index` is within `1...parameterCount`.
     public func bind(_ value: some SQLiteBindable, at index: Int32) throws(SQLiteError) {
-        precondition(index >= 1 && index <= parameterCount, "API Violation: binding index \(index) out of range 1...\(parameterCount) for `\(sql)`")
+        precondition(
+            index >= 1 && index <= parameterCount, "API Violation: binding index \(index) out of range 1...\(parameterCount) for `\(sql)`")
         let code: Int32
         switch value.sqliteValue {
         case .integer(let int):
@@ -73,7 +74,8 @@ public final class Statement {
 
     /// Binds an array of values to parameters `1...n` in order.
     public func bind(values: [any SQLiteBindable]) throws(SQLiteError) {
-        precondition(values.count == Int(parameterCount), "API Violation: \(values.count) values for \(parameterCount) parameters in `\(sql)`")
+        precondition(
+            values.count == Int(parameterCount), "API Violation: \(values.count) values for \(parameterCount) parameters in `\(sql)`")
         for (offset, value) in values.enumerated() {
             try bind(value, at: Int32(offset + 1))
         }

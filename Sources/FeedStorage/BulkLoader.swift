@@ -49,7 +49,10 @@ public final class BulkLoader {
 
             var triggerSQL: [String] = []
             for name in suspendedTriggers {
-                guard let sql = try db.fetchOne("SELECT sql FROM sqlite_schema WHERE type = 'trigger' AND name = ?", name, decode: { $0.string(at: 0) }) else {
+                guard
+                    let sql = try db.fetchOne(
+                        "SELECT sql FROM sqlite_schema WHERE type = 'trigger' AND name = ?", name, decode: { $0.string(at: 0) })
+                else {
                     throw StorageError.sqlite(SQLiteError(code: .error, message: "trigger \(name) is missing from the schema"))
                 }
                 triggerSQL.append(sql)
@@ -72,9 +75,11 @@ public final class BulkLoader {
     public func addUser(id: String, name: String, createdAt: Date = Date(timeIntervalSince1970: 0)) throws -> Int64 {
         try Validation.checkID(id, field: "user id")
         try Validation.checkName(name)
-        try db.mapErrors({ try insertUser.execute(id, name, millis(createdAt)) }, { error in
-            ResultCode.constraintUnique ~= error.code ? .userAlreadyExists(id) : nil
-        })
+        try db.mapErrors(
+            { try insertUser.execute(id, name, millis(createdAt)) },
+            { error in
+                ResultCode.constraintUnique ~= error.code ? .userAlreadyExists(id) : nil
+            })
         return db.lastInsertRowID
     }
 
@@ -82,11 +87,13 @@ public final class BulkLoader {
     public func addPost(id: String, authorID: String, body: String, createdAt: Date) throws -> Int64 {
         try Validation.checkID(id, field: "post id")
         try Validation.checkBody(body)
-        try db.mapErrors({ try insertPost.execute(id, authorID, body, millis(createdAt)) }, { error in
-            if ResultCode.constraintUnique ~= error.code { return .postAlreadyExists(id) }
-            if ResultCode.constraintForeignKey ~= error.code { return .userNotFound(authorID) }
-            return nil
-        })
+        try db.mapErrors(
+            { try insertPost.execute(id, authorID, body, millis(createdAt)) },
+            { error in
+                if ResultCode.constraintUnique ~= error.code { return .postAlreadyExists(id) }
+                if ResultCode.constraintForeignKey ~= error.code { return .userNotFound(authorID) }
+                return nil
+            })
         return db.lastInsertRowID
     }
 

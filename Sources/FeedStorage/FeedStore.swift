@@ -25,7 +25,9 @@ public final class FeedStore: Sendable {
     ///   - migrator: the migrations to apply (this binary's embedded ones by default).
     /// - Throws: ``StorageError``: `notADatabase`, `cannotOpen`, `schemaNewer`, `unknownMigration`,
     ///   `migrationChanged`, `migrationsPending` (read-only), `busy`, `readOnly`.
-    public convenience init(path: String, configuration: Configuration = Configuration(), migrator: Migrator = .embedded) throws(StorageError) {
+    public convenience init(
+        path: String, configuration: Configuration = Configuration(), migrator: Migrator = .embedded
+    ) throws(StorageError) {
         try self.init(location: .file(path), configuration: configuration, migrator: migrator)
     }
 

@@ -41,7 +41,8 @@ public struct InvariantChecker {
                 if line != "ok" { found.append(InvariantViolation(rule: "integrity", detail: line)) }
             }
             try db.makeStatement("PRAGMA foreign_key_check").forEachRow { row in
-                found.append(InvariantViolation(rule: "integrity", detail: "foreign key violation in \(row.string(at: 0)) row \(row.int64(at: 1))"))
+                found.append(
+                    InvariantViolation(rule: "integrity", detail: "foreign key violation in \(row.string(at: 0)) row \(row.int64(at: 1))"))
             }
             try db.makeStatement(
                 """
@@ -49,9 +50,10 @@ public struct InvariantChecker {
                 FROM posts p WHERE p.like_count <> actual ORDER BY p.post_key
                 """
             ).forEachRow { row in
-                found.append(InvariantViolation(
-                    rule: "like-count",
-                    detail: "post \"\(row.string(at: 0))\" has like_count \(row.int64(at: 1)) but \(row.int64(at: 2)) like rows"))
+                found.append(
+                    InvariantViolation(
+                        rule: "like-count",
+                        detail: "post \"\(row.string(at: 0))\" has like_count \(row.int64(at: 1)) but \(row.int64(at: 2)) like rows"))
             }
             var previous: Int64?
             try db.makeStatement("SELECT seq FROM events ORDER BY rowid").forEachRow { row in
@@ -77,7 +79,9 @@ public struct InvariantChecker {
                 found.append(InvariantViolation(rule: "log-replay", detail: "like \(missing.userID)→\(missing.postID) is not in the log"))
             }
             for extra in replayed.subtracting(actual).sorted(by: { ($0.postID, $0.userID) < ($1.postID, $1.userID) }).prefix(20) {
-                found.append(InvariantViolation(rule: "log-replay", detail: "the log has like \(extra.userID)→\(extra.postID) but the likes table does not"))
+                found.append(
+                    InvariantViolation(
+                        rule: "log-replay", detail: "the log has like \(extra.userID)→\(extra.postID) but the likes table does not"))
             }
         }
         return found

@@ -2,9 +2,9 @@
 import FeedCLI
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 // Arguments are decoded strictly: invalid UTF-8 is refused rather than repaired with replacement characters.

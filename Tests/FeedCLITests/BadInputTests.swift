@@ -43,14 +43,20 @@ import Testing
         Case(name: "like without a user", script: #"$F like post1"#, status: 64),
         Case(name: "path is a directory", script: #"$F --db "$DIR" status"#, status: 74),
         Case(name: "file that is not SQLite", script: #"printf 'hello' > "$DIR/x.txt"; $F --db "$DIR/x.txt" status"#, status: 74),
-        Case(name: "truncated database", script: #"head -c 8192 "$DB" > "$DIR/t.sqlite"; $F --db "$DIR/t.sqlite" --user alice feed"#, status: 74),
+        Case(
+            name: "truncated database", script: #"head -c 8192 "$DB" > "$DIR/t.sqlite"; $F --db "$DIR/t.sqlite" --user alice feed"#,
+            status: 74),
         Case(name: "missing database for a read", script: #"$F --db "$DIR/none.sqlite" --user alice feed"#, status: 74),
-        Case(name: "database from a newer schema",
-             script: #"cp "$DB" "$DIR/new.sqlite"; sqlite3 "$DIR/new.sqlite" "PRAGMA user_version = 99"; $F --db "$DIR/new.sqlite" --user alice like post1"#,
-             status: 74),
-        Case(name: "full disk (RLIMIT_FSIZE) while seeding",
-             script: #"$F --db "$DIR/full.sqlite" init >/dev/null && (ulimit -f 200; trap '' XFSZ; exec $F --db "$DIR/full.sqlite" seed --posts 20000 --users 100 --likes 1000)"#,
-             status: 74),
+        Case(
+            name: "database from a newer schema",
+            script:
+                #"cp "$DB" "$DIR/new.sqlite"; sqlite3 "$DIR/new.sqlite" "PRAGMA user_version = 99"; $F --db "$DIR/new.sqlite" --user alice like post1"#,
+            status: 74),
+        Case(
+            name: "full disk (RLIMIT_FSIZE) while seeding",
+            script:
+                #"$F --db "$DIR/full.sqlite" init >/dev/null && (ulimit -f 200; trap '' XFSZ; exec $F --db "$DIR/full.sqlite" seed --posts 20000 --users 100 --likes 1000)"#,
+            status: 74),
     ]
 
     @Test(arguments: cases)
@@ -65,7 +71,8 @@ import Testing
         let before = try dump(database)
         let before2 = try dump(scratch + "/full.sqlite")
 
-        let result = try shell(testCase.script, environment: environment.merging(["F": CLIRun.executable, "DB": database, "DIR": scratch]) { $1 })
+        let result = try shell(
+            testCase.script, environment: environment.merging(["F": CLIRun.executable, "DB": database, "DIR": scratch]) { $1 })
         #expect(result.status == testCase.status, "\(testCase.name): \(result.stderr)")
         #expect(result.stdout.isEmpty, "\(testCase.name): stdout \(result.stdout)")
         let errorLines = result.stderr.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
@@ -87,7 +94,10 @@ import Testing
     }
 
     private func rowCount(_ path: String) throws -> Int {
-        let out = try shell(#"sqlite3 "$P" "SELECT (SELECT count(*) FROM users) + (SELECT count(*) FROM posts) + (SELECT count(*) FROM likes)""#, environment: ["P": path, "PATH": "/usr/bin:/bin"]).stdout
+        let out = try shell(
+            #"sqlite3 "$P" "SELECT (SELECT count(*) FROM users) + (SELECT count(*) FROM posts) + (SELECT count(*) FROM likes)""#,
+            environment: ["P": path, "PATH": "/usr/bin:/bin"]
+        ).stdout
         return Int(out.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
     }
 
@@ -104,6 +114,7 @@ import Testing
         let out = output.fileHandleForReading.readDataToEndOfFile()
         let err = errors.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return CLIResult(status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
+        return CLIResult(
+            status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
     }
 }

@@ -6,7 +6,9 @@ struct CLIResult: Sendable {
     let stdout: String
     let stderr: String
 
-    var lines: [String] { stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init).dropLast(stdout.hasSuffix("\n") ? 1 : 0) }
+    var lines: [String] {
+        stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init).dropLast(stdout.hasSuffix("\n") ? 1 : 0)
+    }
 }
 
 /// Runs the built `feedsync` binary, which SwiftPM puts next to the test bundle (`.build/<config>/feedsync`).

@@ -68,8 +68,10 @@ import Testing
 
     @Test func demoRefusesADatabaseWithOtherPosts() throws {
         try #require(try feedsync("seed", "--posts", "10", "--users", "5", "--likes", "3").status == 0)
-        expectFailure(try feedsync("demo"), status: 65, message:
-            "Error: the database \"\(database)\" has other posts than the demo's (no alice or post2). Pass --db with a new path.")
+        expectFailure(
+            try feedsync("demo"), status: 65,
+            message:
+                "Error: the database \"\(database)\" has other posts than the demo's (no alice or post2). Pass --db with a new path.")
     }
 
     @Test func usersAndPosts() throws {
@@ -85,14 +87,18 @@ import Testing
         #expect(try feedsync("post", "add", "--author", "bob", "--id", "p2", "--", "-dashes first").stdout == "p2\n")
         let generated = try feedsync("post", "add", "--author", "bob", "no id").stdout
         #expect(generated.hasPrefix("post-"))
-        expectFailure(try feedsync("post", "add", "--author", "zed", "x"), status: 65,
-                      message: "Error: no user \"zed\". See 'feedsync user list', or create it with 'feedsync user add ID'.")
-        expectFailure(try feedsync("post", "add", "--author", "bob", "--id", "p1", "again"), status: 65,
-                      message: "Error: post \"p1\" exists already. Choose another --id, or leave it out to generate one.")
-        expectFailure(try feedsync("user", "add", "bad id"), status: 65,
-                      message: "Error: invalid user id \"bad id\": use only letters, digits and _ . : @ -.")
-        expectFailure(try feedsync("user", "add", "alice"), status: 65,
-                      message: "Error: user \"alice\" exists already. See 'feedsync user list'.")
+        expectFailure(
+            try feedsync("post", "add", "--author", "zed", "x"), status: 65,
+            message: "Error: no user \"zed\". See 'feedsync user list', or create it with 'feedsync user add ID'.")
+        expectFailure(
+            try feedsync("post", "add", "--author", "bob", "--id", "p1", "again"), status: 65,
+            message: "Error: post \"p1\" exists already. Choose another --id, or leave it out to generate one.")
+        expectFailure(
+            try feedsync("user", "add", "bad id"), status: 65,
+            message: "Error: invalid user id \"bad id\": use only letters, digits and _ . : @ -.")
+        expectFailure(
+            try feedsync("user", "add", "alice"), status: 65,
+            message: "Error: user \"alice\" exists already. See 'feedsync user list'.")
     }
 
     @Test func feedJSONHasTheDocumentedShapeAndTypes() throws {
@@ -160,11 +166,14 @@ import Testing
         let toggled = try json(try feedsync("toggle", "post1", "--user", "bob", "--json").stdout)
         #expect(toggled["liked"] as? Bool == true)
         #expect(try feedsync("unlike", "post3", "--user", "bob").stdout == "post3 was not liked by bob (0 likes); nothing changed.\n")
-        expectFailure(try feedsync("like", "post9", "--user", "bob"), status: 65, message: "Error: no post \"post9\". See 'feedsync feed' for ids.")
-        expectFailure(try feedsync("like", "post1", "--user", "zed"), status: 65,
-                      message: "Error: no user \"zed\". See 'feedsync user list', or create it with 'feedsync user add ID'.")
-        expectFailure(try feedsync("like", "post1"), status: 64,
-                      message: "Error: 'like' acts as a user: pass --user ID or set FEEDSYNC_USER. See 'feedsync like --help'.")
+        expectFailure(
+            try feedsync("like", "post9", "--user", "bob"), status: 65, message: "Error: no post \"post9\". See 'feedsync feed' for ids.")
+        expectFailure(
+            try feedsync("like", "post1", "--user", "zed"), status: 65,
+            message: "Error: no user \"zed\". See 'feedsync user list', or create it with 'feedsync user add ID'.")
+        expectFailure(
+            try feedsync("like", "post1"), status: 64,
+            message: "Error: 'like' acts as a user: pass --user ID or set FEEDSYNC_USER. See 'feedsync like --help'.")
     }
 
     @Test func eventsPrintsTheLogAsJSONLines() throws {
@@ -225,19 +234,25 @@ import Testing
         #expect(status["likes"] as? Int == 1000)
         #expect(try feedsync("check").status == 0)
         let other = home.file("other.sqlite")
-        _ = try CLIRun.run(["seed", "--posts", "200", "--users", "50", "--likes", "1000"], environment: environment(["FEEDSYNC_DB": other]))
+        _ = try CLIRun.run(
+            ["seed", "--posts", "200", "--users", "50", "--likes", "1000"], environment: environment(["FEEDSYNC_DB": other]))
         let first = try feedsync("feed", "--json", "--user", "user7", "--limit", "50").stdout
-        let second = try CLIRun.run(["feed", "--json", "--user", "user7", "--limit", "50"], environment: environment(["FEEDSYNC_DB": other])).stdout
+        let second = try CLIRun.run(
+            ["feed", "--json", "--user", "user7", "--limit", "50"], environment: environment(["FEEDSYNC_DB": other])
+        ).stdout
         #expect(first == second)
-        expectFailure(try feedsync("seed"), status: 65, message:
-            "Error: the database \"\(database)\" already has 200 posts; seed fills only an empty one. Pass --db with a new path.")
+        expectFailure(
+            try feedsync("seed"), status: 65,
+            message:
+                "Error: the database \"\(database)\" already has 200 posts; seed fills only an empty one. Pass --db with a new path.")
     }
 
     // MARK: - Exit statuses for the database
 
     @Test func missingDatabaseIs74() throws {
-        expectFailure(try feedsync("feed"), status: 74,
-                      message: "Error: no database at \"\(database)\". Run 'feedsync init' to create it, or pass --db.")
+        expectFailure(
+            try feedsync("feed"), status: 74,
+            message: "Error: no database at \"\(database)\". Run 'feedsync init' to create it, or pass --db.")
         #expect(!FileManager.default.fileExists(atPath: database))
     }
 
@@ -284,7 +299,8 @@ import Testing
             try? input.fileHandleForWriting.close()
             holder.waitUntilExit()
         }
-        input.fileHandleForWriting.write(Data("BEGIN IMMEDIATE; INSERT INTO users (id, name, created_at) VALUES ('lock', '', 0); SELECT 'locked';\n".utf8))
+        input.fileHandleForWriting.write(
+            Data("BEGIN IMMEDIATE; INSERT INTO users (id, name, created_at) VALUES ('lock', '', 0); SELECT 'locked';\n".utf8))
         var seen = Data()
         while !String(decoding: seen, as: UTF8.self).contains("locked") {
             let chunk = output.fileHandleForReading.availableData
@@ -298,10 +314,13 @@ import Testing
     }
 
     @Test func usageErrorsAre64WithOneLine() throws {
-        expectFailure(try feedsync("fed"), status: 64, message: "Error: unknown command \"fed\" (did you mean 'feed'?). See 'feedsync --help'.")
-        expectFailure(try feedsync("feed", "--limit", "0"), status: 64,
-                      message: "Error: invalid value \"0\" for --limit: use a whole number from 1 to 1000. See 'feedsync feed --help'.")
-        expectFailure(try feedsync("feed", "--nope"), status: 64, message: "Error: unknown option \"--nope\" for 'feed'. See 'feedsync feed --help'.")
+        expectFailure(
+            try feedsync("fed"), status: 64, message: "Error: unknown command \"fed\" (did you mean 'feed'?). See 'feedsync --help'.")
+        expectFailure(
+            try feedsync("feed", "--limit", "0"), status: 64,
+            message: "Error: invalid value \"0\" for --limit: use a whole number from 1 to 1000. See 'feedsync feed --help'.")
+        expectFailure(
+            try feedsync("feed", "--nope"), status: 64, message: "Error: unknown option \"--nope\" for 'feed'. See 'feedsync feed --help'.")
         expectFailure(try feedsync(), status: 64, message: "Error: no command given. See 'feedsync --help'.")
     }
 
@@ -310,28 +329,30 @@ import Testing
     @Test func helpForACommandIsGeneratedFromItsMetadata() throws {
         let result = try feedsync("show", "--help")
         #expect(result.status == 0)
-        #expect(result.stdout == """
-            Show one post: text, author, time, likes, and whether the viewer likes it.
+        #expect(
+            result.stdout == """
+                Show one post: text, author, time, likes, and whether the viewer likes it.
 
-            Usage: feedsync show POST
+                Usage: feedsync show POST
 
-            Arguments:
-              POST  The post's id.
+                Arguments:
+                  POST  The post's id.
 
-            Global options: --db PATH, --user ID, --json, --no-color, -h/--help, --version (see 'feedsync --help').
+                Global options: --db PATH, --user ID, --json, --no-color, -h/--help, --version (see 'feedsync --help').
 
-            """)
+                """)
         #expect(try feedsync("-h", "like").stdout.contains("Acts as --user ID (or $FEEDSYNC_USER), which is required."))
-        #expect(try feedsync("help", "user").stdout == """
-            Usage: feedsync user <command> [options]
+        #expect(
+            try feedsync("help", "user").stdout == """
+                Usage: feedsync user <command> [options]
 
-            Commands:
-              user add   Create a user.
-              user list  List the users, ordered by id.
+                Commands:
+                  user add   Create a user.
+                  user list  List the users, ordered by id.
 
-            See 'feedsync user <command> --help' for details.
+                See 'feedsync user <command> --help' for details.
 
-            """)
+                """)
     }
 
     @Test func topLevelHelpListsEveryCommand() throws {
@@ -360,11 +381,12 @@ import Testing
         try demoDatabase()
         let result = try feedsync("app", "--user", "alice", stdin: "like\nopen post9\ndance\nhelp\n")
         #expect(result.status == 0)
-        #expect(result.stderr.split(separator: "\n") == [
-            "Error: open a post first, such as 'open post1'.",
-            "Error: no post \"post9\". See 'feedsync feed' for ids.",
-            "Error: unknown command \"dance\". Type 'help' for commands.",
-        ])
+        #expect(
+            result.stderr.split(separator: "\n") == [
+                "Error: open a post first, such as 'open post1'.",
+                "Error: no post \"post9\". See 'feedsync feed' for ids.",
+                "Error: unknown command \"dance\". Type 'help' for commands.",
+            ])
         #expect(result.stdout.contains("open POST     open a post's detail view"))
     }
 

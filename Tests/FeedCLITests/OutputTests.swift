@@ -31,11 +31,12 @@ import Testing
             Post(id: "p1", authorID: "alice", body: "evil\u{1B}]0;title\u{7}", createdAt: Date(), likeCount: 1, sequence: 1),
         ]
         let lines = TextShapes.feed(posts: posts, liked: ["p1"], style: Style(enabled: false))
-        #expect(lines == [
-            "POST    AUTHOR  LIKES  TEXT",
-            "post10  bob        12  I ♥ this",
-            "p1      alice       1  evil]0;title ❤️",
-        ])
+        #expect(
+            lines == [
+                "POST    AUTHOR  LIKES  TEXT",
+                "post10  bob        12  I ♥ this",
+                "p1      alice       1  evil]0;title ❤️",
+            ])
     }
 
     @Test func appLinesParseIntoActions() {

@@ -41,17 +41,30 @@ import Testing
         Failure(arguments: ["post", "add", "--author", "a"], error: .missingArgument(name: "TEXT", command: "post add")),
         Failure(arguments: ["post", "add", "hello"], error: .missingOption(option: "author", command: "post add")),
         Failure(arguments: ["feed", "--limit", "0"], error: .invalidNumber(option: "limit", value: "0", range: 1...1000, command: "feed")),
-        Failure(arguments: ["feed", "--limit", "-5"], error: .invalidNumber(option: "limit", value: "-5", range: 1...1000, command: "feed")),
-        Failure(arguments: ["feed", "--limit", "1001"], error: .invalidNumber(option: "limit", value: "1001", range: 1...1000, command: "feed")),
-        Failure(arguments: ["feed", "--limit", "abc"], error: .invalidNumber(option: "limit", value: "abc", range: 1...1000, command: "feed")),
-        Failure(arguments: ["feed", "--limit", "99999999999999999999"],
-                error: .invalidNumber(option: "limit", value: "99999999999999999999", range: 1...1000, command: "feed")),
+        Failure(
+            arguments: ["feed", "--limit", "-5"], error: .invalidNumber(option: "limit", value: "-5", range: 1...1000, command: "feed")),
+        Failure(
+            arguments: ["feed", "--limit", "1001"], error: .invalidNumber(option: "limit", value: "1001", range: 1...1000, command: "feed")),
+        Failure(
+            arguments: ["feed", "--limit", "abc"], error: .invalidNumber(option: "limit", value: "abc", range: 1...1000, command: "feed")),
+        Failure(
+            arguments: ["feed", "--limit", "99999999999999999999"],
+            error: .invalidNumber(option: "limit", value: "99999999999999999999", range: 1...1000, command: "feed")),
         Failure(arguments: ["feed", "--limit", "５"], error: .invalidNumber(option: "limit", value: "５", range: 1...1000, command: "feed")),
-        Failure(arguments: ["events", "--since", "-1"], error: .invalidNumber(option: "since", value: "-1", range: 0...Int64.max, command: "events")),
-        Failure(arguments: ["events", "--limit", "0"], error: .invalidNumber(option: "limit", value: "0", range: 1...1_000_000, command: "events")),
-        Failure(arguments: ["seed", "--posts", "0"], error: .invalidNumber(option: "posts", value: "0", range: 1...10_000_000, command: "seed")),
-        Failure(arguments: ["seed", "--users", "2000000"], error: .invalidNumber(option: "users", value: "2000000", range: 1...1_000_000, command: "seed")),
-        Failure(arguments: ["seed", "--likes", "-1"], error: .invalidNumber(option: "likes", value: "-1", range: 0...100_000_000, command: "seed")),
+        Failure(
+            arguments: ["events", "--since", "-1"],
+            error: .invalidNumber(option: "since", value: "-1", range: 0...Int64.max, command: "events")),
+        Failure(
+            arguments: ["events", "--limit", "0"],
+            error: .invalidNumber(option: "limit", value: "0", range: 1...1_000_000, command: "events")),
+        Failure(
+            arguments: ["seed", "--posts", "0"], error: .invalidNumber(option: "posts", value: "0", range: 1...10_000_000, command: "seed")),
+        Failure(
+            arguments: ["seed", "--users", "2000000"],
+            error: .invalidNumber(option: "users", value: "2000000", range: 1...1_000_000, command: "seed")),
+        Failure(
+            arguments: ["seed", "--likes", "-1"],
+            error: .invalidNumber(option: "likes", value: "-1", range: 0...100_000_000, command: "seed")),
         Failure(arguments: ["seed", "--posts", "2", "--users", "2", "--likes", "3"], error: .tooManyLikes(likes: 3, maximum: 2)),
         Failure(arguments: ["app", "--limit", "0"], error: .invalidNumber(option: "limit", value: "0", range: 1...1000, command: "app")),
         Failure(arguments: ["feed", "--before", "nonsense"], error: .invalidCursor("nonsense", command: "feed")),
@@ -74,14 +87,18 @@ import Testing
     }
 
     @Test func messagesNameTheValueAndTheFix() {
-        #expect(ParserError.invalidNumber(option: "limit", value: "0", range: 1...1000, command: "feed").message
-            == "Error: invalid value \"0\" for --limit: use a whole number from 1 to 1000. See 'feedsync feed --help'.")
-        #expect(ParserError.unknownCommand("fed", suggestion: "feed").message
-            == "Error: unknown command \"fed\" (did you mean 'feed'?). See 'feedsync --help'.")
-        #expect(ParserError.missingUser(command: "like").message
-            == "Error: 'like' acts as a user: pass --user ID or set FEEDSYNC_USER. See 'feedsync like --help'.")
-        #expect(ParserError.unknownOption("--x\u{1B}[31m", command: "feed").message
-            == "Error: unknown option \"--x\\u{1B}[31m\" for 'feed'. See 'feedsync feed --help'.")
+        #expect(
+            ParserError.invalidNumber(option: "limit", value: "0", range: 1...1000, command: "feed").message
+                == "Error: invalid value \"0\" for --limit: use a whole number from 1 to 1000. See 'feedsync feed --help'.")
+        #expect(
+            ParserError.unknownCommand("fed", suggestion: "feed").message
+                == "Error: unknown command \"fed\" (did you mean 'feed'?). See 'feedsync --help'.")
+        #expect(
+            ParserError.missingUser(command: "like").message
+                == "Error: 'like' acts as a user: pass --user ID or set FEEDSYNC_USER. See 'feedsync like --help'.")
+        #expect(
+            ParserError.unknownOption("--x\u{1B}[31m", command: "feed").message
+                == "Error: unknown option \"--x\\u{1B}[31m\" for 'feed'. See 'feedsync feed --help'.")
     }
 
     // MARK: - Decoding
@@ -98,23 +115,29 @@ import Testing
         Success(arguments: ["user", "add", "alice", "--name", "Alice A"], command: .userAdd(UserAddCommand(id: "alice", name: "Alice A"))),
         Success(arguments: ["user", "add", "bob"], command: .userAdd(UserAddCommand(id: "bob", name: ""))),
         Success(arguments: ["user", "list"], command: .userList),
-        Success(arguments: ["post", "add", "--author", "a", "--id", "p1", "hi there"],
-                command: .postAdd(PostAddCommand(authorID: "a", postID: "p1", text: "hi there"))),
-        Success(arguments: ["post", "add", "--author=a", "--", "--not an option"],
-                command: .postAdd(PostAddCommand(authorID: "a", postID: nil, text: "--not an option"))),
+        Success(
+            arguments: ["post", "add", "--author", "a", "--id", "p1", "hi there"],
+            command: .postAdd(PostAddCommand(authorID: "a", postID: "p1", text: "hi there"))),
+        Success(
+            arguments: ["post", "add", "--author=a", "--", "--not an option"],
+            command: .postAdd(PostAddCommand(authorID: "a", postID: nil, text: "--not an option"))),
         Success(arguments: ["feed"], command: .feed(FeedCommand(limit: 20, before: nil))),
-        Success(arguments: ["feed", "--limit", "1000", "--before", "1600000000000.42"],
-                command: .feed(FeedCommand(limit: 1000, before: FeedCursor(createdAtMillis: 1_600_000_000_000, sequence: 42)))),
+        Success(
+            arguments: ["feed", "--limit", "1000", "--before", "1600000000000.42"],
+            command: .feed(FeedCommand(limit: 1000, before: FeedCursor(createdAtMillis: 1_600_000_000_000, sequence: 42)))),
         Success(arguments: ["show", "post3"], command: .show(postID: "post3")),
         Success(arguments: ["like", "post3"], command: .like(LikeActionCommand(action: .like, postID: "post3"))),
         Success(arguments: ["unlike", "post3"], command: .like(LikeActionCommand(action: .unlike, postID: "post3"))),
         Success(arguments: ["toggle", "post3"], command: .like(LikeActionCommand(action: .toggle, postID: "post3"))),
         Success(arguments: ["events"], command: .events(EventsCommand(since: 0, limit: nil, follow: false))),
-        Success(arguments: ["events", "--since", "5", "--limit", "2", "--follow"], command: .events(EventsCommand(since: 5, limit: 2, follow: true))),
+        Success(
+            arguments: ["events", "--since", "5", "--limit", "2", "--follow"],
+            command: .events(EventsCommand(since: 5, limit: 2, follow: true))),
         Success(arguments: ["watch"], command: .watch(FeedCommand(limit: 20, before: nil))),
         Success(arguments: ["app"], command: .app(FeedCommand(limit: 10, before: nil))),
         Success(arguments: ["seed"], command: .seed(SeedCommand(posts: 1000, users: 100, likes: 5000))),
-        Success(arguments: ["seed", "--posts", "5", "--users", "3", "--likes", "7"], command: .seed(SeedCommand(posts: 5, users: 3, likes: 7))),
+        Success(
+            arguments: ["seed", "--posts", "5", "--users", "3", "--likes", "7"], command: .seed(SeedCommand(posts: 5, users: 3, likes: 7))),
         Success(arguments: ["check"], command: .check),
         Success(arguments: ["demo"], command: .demo),
     ]
@@ -160,13 +183,19 @@ import Testing
     @Test func databasePathComesFromTheOptionThenTheEnvironment() throws {
         let environment = ["FEEDSYNC_DB": "/env.sqlite", "HOME": "/home/x"]
         var global = GlobalOptions()
-        #expect(try Settings(global: global, spec: Self.feedSpec, environment: environment, terminal: Self.notTerminal).databasePath == "/env.sqlite")
+        #expect(
+            try Settings(global: global, spec: Self.feedSpec, environment: environment, terminal: Self.notTerminal).databasePath
+                == "/env.sqlite")
         global.databasePath = "/opt.sqlite"
-        #expect(try Settings(global: global, spec: Self.feedSpec, environment: environment, terminal: Self.notTerminal).databasePath == "/opt.sqlite")
-        #expect(try Settings(global: GlobalOptions(), spec: Self.feedSpec, environment: ["XDG_DATA_HOME": "/xdg"], terminal: Self.notTerminal)
-            .databasePath == "/xdg/feedsync/feedsync.sqlite")
-        #expect(try Settings(global: GlobalOptions(), spec: Self.feedSpec, environment: ["HOME": "/home/x"], terminal: Self.notTerminal)
-            .databasePath == "/home/x/.local/share/feedsync/feedsync.sqlite")
+        #expect(
+            try Settings(global: global, spec: Self.feedSpec, environment: environment, terminal: Self.notTerminal).databasePath
+                == "/opt.sqlite")
+        #expect(
+            try Settings(global: GlobalOptions(), spec: Self.feedSpec, environment: ["XDG_DATA_HOME": "/xdg"], terminal: Self.notTerminal)
+                .databasePath == "/xdg/feedsync/feedsync.sqlite")
+        #expect(
+            try Settings(global: GlobalOptions(), spec: Self.feedSpec, environment: ["HOME": "/home/x"], terminal: Self.notTerminal)
+                .databasePath == "/home/x/.local/share/feedsync/feedsync.sqlite")
     }
 
     @Test func viewerCommandsNeedAUser() throws {
@@ -176,9 +205,13 @@ import Testing
         #expect(throws: ParserError.missingUser(command: "like")) {
             try Settings(global: GlobalOptions(), spec: Self.likeSpec, environment: ["FEEDSYNC_USER": ""], terminal: Self.notTerminal)
         }
-        #expect(try Settings(global: GlobalOptions(), spec: Self.likeSpec, environment: ["FEEDSYNC_USER": "bob"], terminal: Self.notTerminal).userID == "bob")
+        #expect(
+            try Settings(global: GlobalOptions(), spec: Self.likeSpec, environment: ["FEEDSYNC_USER": "bob"], terminal: Self.notTerminal)
+                .userID == "bob")
         let global = GlobalOptions(userID: "alice")
-        #expect(try Settings(global: global, spec: Self.likeSpec, environment: ["FEEDSYNC_USER": "bob"], terminal: Self.notTerminal).userID == "alice")
+        #expect(
+            try Settings(global: global, spec: Self.likeSpec, environment: ["FEEDSYNC_USER": "bob"], terminal: Self.notTerminal).userID
+                == "alice")
     }
 
     @Test func colourOnlyOnATerminalWithoutNoColor() throws {

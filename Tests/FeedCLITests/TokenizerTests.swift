@@ -4,10 +4,11 @@ import Testing
 @Suite struct TokenizerTests {
     @Test func splitsValuesOptionsShortFlagsAndTerminator() {
         let tokens = Tokenizer.tokenize(["feed", "--limit", "5", "--db=/tmp/x", "-h", "--", "--json", "-5"])
-        #expect(tokens.map(\.kind) == [
-            .value("feed"), .option(name: "limit", value: nil), .value("5"), .option(name: "db", value: "/tmp/x"),
-            .short("h"), .terminator, .value("--json"), .value("-5"),
-        ])
+        #expect(
+            tokens.map(\.kind) == [
+                .value("feed"), .option(name: "limit", value: nil), .value("5"), .option(name: "db", value: "/tmp/x"),
+                .short("h"), .terminator, .value("--json"), .value("-5"),
+            ])
         #expect(tokens.map(\.index) == [0, 1, 2, 3, 4, 5, 6, 7])
     }
 
@@ -21,8 +22,9 @@ import Testing
     }
 
     @Test func equalsSplitsAtTheFirstOnlyAndAllowsEmptyValues() {
-        #expect(Tokenizer.tokenize(["--name=a=b", "--db="]).map(\.kind) == [
-            .option(name: "name", value: "a=b"), .option(name: "db", value: ""),
-        ])
+        #expect(
+            Tokenizer.tokenize(["--name=a=b", "--db="]).map(\.kind) == [
+                .option(name: "name", value: "a=b"), .option(name: "db", value: ""),
+            ])
     }
 }

@@ -129,19 +129,28 @@ private actor Probe {
 
     @Test func rethrowsFromTheOperation() {
         #expect(throws: Boom()) {
-            try withDependencies { _ in } operation: { throw Boom() }
+            try withDependencies { _ in
+            } operation: {
+                throw Boom()
+            }
         }
     }
 
     @Test func rethrowsFromTheUpdate() async {
         await #expect(throws: Boom()) {
-            try await withDependencies { _ in throw Boom() } operation: { await Task.yield() }
+            try await withDependencies { _ in
+                throw Boom()
+            } operation: {
+                await Task.yield()
+            }
         }
     }
 
     @Test func asyncOperationRethrows() async {
         await #expect(throws: Boom()) {
-            try await withDependencies { $0.marker = "x" } operation: {
+            try await withDependencies {
+                $0.marker = "x"
+            } operation: {
                 await Task.yield()
                 throw Boom()
             }
@@ -149,7 +158,11 @@ private actor Probe {
     }
 
     @Test func nonThrowingUseNeedsNoTry() {
-        let value = withDependencies { $0.marker = "x" } operation: { currentMarker() }
+        let value = withDependencies {
+            $0.marker = "x"
+        } operation: {
+            currentMarker()
+        }
         #expect(value == "x")
     }
 

@@ -78,7 +78,10 @@ func benchExecutable() throws -> String {
         let writer = try Child(bench, ["agent-writer", "--db", path, "--rate", "400", "--count", "600", "--users", "20", "--posts", "50"])
         var subscriber = try Child(bench, ["agent-subscriber", "--db", path, "--name", "crashy"])
         // Kill the subscriber with SIGKILL once it has applied part of the stream, while the writer still writes.
-        #expect(subscriber.lines.wait(seconds: 60) { lines in lines.contains { ($0.split(separator: " ").last.flatMap { Int64($0) } ?? 0) >= 100 } })
+        #expect(
+            subscriber.lines.wait(seconds: 60) { lines in
+                lines.contains { ($0.split(separator: " ").last.flatMap { Int64($0) } ?? 0) >= 100 }
+            })
         subscriber.kill()
         let appliedBeforeKill = try service.store.read { db in try db.fetchInt64("SELECT count(*) FROM agent_applied") } ?? 0
         #expect(appliedBeforeKill > 0)
@@ -94,9 +97,11 @@ func benchExecutable() throws -> String {
         #expect(subscriber.wait())
 
         let (applied, distinct, logSeqs) = try service.store.read { db in
-            (try db.fetchAll("SELECT seq FROM agent_applied WHERE subscriber = 'crashy' ORDER BY seq") { $0.int64(at: 0) },
-             try db.fetchInt64("SELECT count(DISTINCT seq) FROM agent_applied WHERE subscriber = 'crashy'") ?? 0,
-             try EventLog(db).events(after: 0).map(\.seq))
+            (
+                try db.fetchAll("SELECT seq FROM agent_applied WHERE subscriber = 'crashy' ORDER BY seq") { $0.int64(at: 0) },
+                try db.fetchInt64("SELECT count(DISTINCT seq) FROM agent_applied WHERE subscriber = 'crashy'") ?? 0,
+                try EventLog(db).events(after: 0).map(\.seq)
+            )
         }
         #expect(Int64(applied.count) == distinct, "an event was applied twice")
         #expect(applied == logSeqs, "the applied sequence differs from the log")

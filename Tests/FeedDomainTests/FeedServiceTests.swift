@@ -54,7 +54,9 @@ import Testing
         let invalid = try #require(throws: FeedError.self) { try service.like(userID: "user1", postID: "") }
         #expect(invalid.category == .data)
         #expect("\(invalid)".contains("post id"))
-        let injection = try #require(throws: FeedError.self) { try service.createPost(id: "x'; DROP TABLE posts;--", authorID: "user1", body: "b") }
+        let injection = try #require(throws: FeedError.self) {
+            try service.createPost(id: "x'; DROP TABLE posts;--", authorID: "user1", body: "b")
+        }
         guard case .invalidValue(let field, _, _) = injection else { Issue.record("\(injection)"); return }
         #expect(field == "post id")
         #expect(throws: FeedError.userNotFound("ghost")) { try service.createPost(id: "p", authorID: "ghost", body: "b") }
@@ -227,4 +229,3 @@ final class LockedLog<Value: Sendable>: @unchecked Sendable {
         return true
     }
 }
-

@@ -17,7 +17,11 @@ import Testing
 
     @Test func feedReducerAppliesLikeEventsWithoutReloading() {
         var state = FeedListProjection.State(viewerID: "user1")
-        let page = FeedPage(viewerID: "user1", rows: [FeedRow(post: post("post2", sequence: 2), liked: false), FeedRow(post: post("post1", likes: 3, sequence: 1), liked: true)], nextCursor: nil)
+        let page = FeedPage(
+            viewerID: "user1",
+            rows: [
+                FeedRow(post: post("post2", sequence: 2), liked: false), FeedRow(post: post("post1", likes: 3, sequence: 1), liked: true),
+            ], nextCursor: nil)
         #expect(FeedListProjection.reduce(&state, .pageLoaded(.success(page), replacing: true)).isEmpty)
         #expect(state.likedPostIDs == ["post1"])
         let liked = EventRecord(seq: 10, kind: .liked, userID: "user1", postID: "post2", likeCount: 1, at: t0)
@@ -62,7 +66,9 @@ import Testing
     @Test func detailLikeShowsInEveryFeedBeforeItReturns() throws {
         let dir = TemporaryDirectory()
         let service = try makeService(in: dir)
-        try withDependencies { $0.feedClient = .live(service) } operation: { () throws in
+        try withDependencies {
+            $0.feedClient = .live(service)
+        } operation: { () throws in
             let feed = FeedListProjection(viewerID: "user1")
             let otherViewersFeed = FeedListProjection(viewerID: "user2")
             feed.send(.refresh)
@@ -98,7 +104,9 @@ import Testing
     @Test func newPostAppearsAtTheTopOfLoadedFeeds() throws {
         let dir = TemporaryDirectory()
         let service = try makeService(in: dir)
-        try withDependencies { $0.feedClient = .live(service) } operation: { () throws in
+        try withDependencies {
+            $0.feedClient = .live(service)
+        } operation: { () throws in
             let feed = FeedListProjection(viewerID: "user1")
             feed.send(.refresh)
             try service.createPost(id: "post4", authorID: "user2", body: "new")
@@ -109,7 +117,9 @@ import Testing
     @Test func statePublisherStartsWithTheCurrentStateAndFollowsChanges() throws {
         let dir = TemporaryDirectory()
         let service = try makeService(in: dir)
-        try withDependencies { $0.feedClient = .live(service) } operation: { () throws in
+        try withDependencies {
+            $0.feedClient = .live(service)
+        } operation: { () throws in
             let feed = FeedListProjection(viewerID: "user1")
             let states = Recorder(feed.state)
             #expect(states.values.count == 1)
@@ -122,7 +132,9 @@ import Testing
     }
 
     @Test func testClientIsAnEmptyInMemoryDatabase() throws {
-        try withDependencies { $0.context = .test } operation: { () throws in
+        try withDependencies {
+            $0.context = .test
+        } operation: { () throws in
             @Dependency(\.feedClient) var client
             #expect(try client.feedPage(nil, nil, 10).rows.isEmpty)
             _ = try client.createUser("u", "")
@@ -132,7 +144,9 @@ import Testing
     }
 
     @Test func previewClientIsSeeded() throws {
-        try withDependencies { $0.context = .preview } operation: { () throws in
+        try withDependencies {
+            $0.context = .preview
+        } operation: { () throws in
             @Dependency(\.feedClient) var client
             #expect(try client.feedPage("alice", nil, 10).rows.count == SampleData.demo.posts.count)
         }

@@ -14,9 +14,11 @@ import Testing
         for i in 0..<300 { _ = try service.toggle(userID: "user\(1 + i % 3)", postID: "post\(1 + i % 3)") }
         let seen = LockedLog<Int64>()
         let writerDone = DispatchSemaphore(value: 0)
-        let subscriber = DurableSubscriber(name: "audit", service: service, batchSize: 50, delivery: .atLeastOnce { event in
-            seen.append(event.seq)
-        })
+        let subscriber = DurableSubscriber(
+            name: "audit", service: service, batchSize: 50,
+            delivery: .atLeastOnce { event in
+                seen.append(event.seq)
+            })
         // Writes keep arriving from another thread while the subscriber catches up and switches to live.
         let writer = Thread {
             for i in 0..<300 { _ = try? service.toggle(userID: "user\(1 + i % 3)", postID: "post\(1 + (i + 1) % 3)") }
@@ -59,10 +61,12 @@ import Testing
         for _ in 0..<4 { _ = try service.toggle(userID: "user1", postID: "post1") }
         let failOn = Box<Int64?>(8)
         struct Boom: Error {}
-        let subscriber = DurableSubscriber(name: "flaky", service: service, batchSize: 5, delivery: .transactional { event, db in
-            if failOn.withLock({ $0 == event.seq }) { throw Boom() }
-            try db.run("INSERT INTO applied (seq) VALUES (?)", event.seq)
-        })
+        let subscriber = DurableSubscriber(
+            name: "flaky", service: service, batchSize: 5,
+            delivery: .transactional { event, db in
+                if failOn.withLock({ $0 == event.seq }) { throw Boom() }
+                try db.run("INSERT INTO applied (seq) VALUES (?)", event.seq)
+            })
         #expect(throws: FeedError.self) { try subscriber.catchUp() }
         #expect(try subscriber.cursor() == 5)
         failOn.withLock { $0 = nil }
@@ -74,21 +78,30 @@ import Testing
     @Test func subscriberBehindPrunedLogRebuildsToTheIncrementalState() throws {
         let dir = TemporaryDirectory()
         let service = try makeService(in: dir)
-        let mirrorSQL = "CREATE TABLE mirror_a (user_id TEXT, post_id TEXT, PRIMARY KEY (user_id, post_id)); CREATE TABLE mirror_b (user_id TEXT, post_id TEXT, PRIMARY KEY (user_id, post_id));"
+        let mirrorSQL =
+            "CREATE TABLE mirror_a (user_id TEXT, post_id TEXT, PRIMARY KEY (user_id, post_id)); CREATE TABLE mirror_b (user_id TEXT, post_id TEXT, PRIMARY KEY (user_id, post_id));"
         try service.store.write { db in try db.execute(mirrorSQL) }
         func incremental(_ table: String) -> DurableSubscriber.Delivery {
             .transactional { event, db in
                 guard let post = event.postID else { return }
                 switch event.kind {
-                case .liked: try db.run(table == "a" ? "INSERT INTO mirror_a VALUES (?, ?)" : "INSERT INTO mirror_b VALUES (?, ?)", event.userID, post)
-                case .unliked: try db.run(table == "a" ? "DELETE FROM mirror_a WHERE user_id = ? AND post_id = ?" : "DELETE FROM mirror_b WHERE user_id = ? AND post_id = ?", event.userID, post)
+                case .liked:
+                    try db.run(
+                        table == "a" ? "INSERT INTO mirror_a VALUES (?, ?)" : "INSERT INTO mirror_b VALUES (?, ?)", event.userID, post)
+                case .unliked:
+                    try db.run(
+                        table == "a"
+                            ? "DELETE FROM mirror_a WHERE user_id = ? AND post_id = ?"
+                            : "DELETE FROM mirror_b WHERE user_id = ? AND post_id = ?", event.userID, post)
                 default: break
                 }
             }
         }
         let a = DurableSubscriber(name: "a", service: service, delivery: incremental("a"))
         let b = DurableSubscriber(name: "b", service: service, delivery: incremental("b")) { db in
-            try db.execute("DELETE FROM mirror_b; INSERT INTO mirror_b SELECT u.id, p.id FROM likes l JOIN users u ON u.user_key = l.user_key JOIN posts p ON p.post_key = l.post_key;")
+            try db.execute(
+                "DELETE FROM mirror_b; INSERT INTO mirror_b SELECT u.id, p.id FROM likes l JOIN users u ON u.user_key = l.user_key JOIN posts p ON p.post_key = l.post_key;"
+            )
         }
         let signals = Recorder(b.signals)
         for i in 0..<50 { _ = try service.toggle(userID: "user\(1 + i % 3)", postID: "post\(1 + (i * 7) % 3)") }
@@ -102,9 +115,11 @@ import Testing
         #expect(signals.values.contains(.needsRebuild(cursor: last - 50, prunedThrough: last - 3)))
         #expect(signals.values.contains(.rebuilt(seq: last)))
         let (mirrorA, mirrorB, likes) = try service.store.read { db in
-            (try db.fetchAll("SELECT user_id || '/' || post_id FROM mirror_a ORDER BY 1") { $0.string(at: 0) },
-             try db.fetchAll("SELECT user_id || '/' || post_id FROM mirror_b ORDER BY 1") { $0.string(at: 0) },
-             try LikeRepository(db).allPairs().map { "\($0.userID)/\($0.postID)" }.sorted())
+            (
+                try db.fetchAll("SELECT user_id || '/' || post_id FROM mirror_a ORDER BY 1") { $0.string(at: 0) },
+                try db.fetchAll("SELECT user_id || '/' || post_id FROM mirror_b ORDER BY 1") { $0.string(at: 0) },
+                try LikeRepository(db).allPairs().map { "\($0.userID)/\($0.postID)" }.sorted()
+            )
         }
         #expect(mirrorA == likes)
         #expect(mirrorB == mirrorA)
@@ -169,7 +184,9 @@ import Testing
         let feed = ChangeFeed(service: service)
         try feed.start()
         defer { feed.stop() }
-        try withDependencies { $0.feedClient = .live(service) } operation: { () throws in
+        try withDependencies {
+            $0.feedClient = .live(service)
+        } operation: { () throws in
             let list = FeedListProjection(viewerID: "user1")
             list.send(.refresh)
             _ = try other.like(userID: "user1", postID: "post3")

@@ -53,7 +53,7 @@ import Testing
         let sut = CurrentValuePublisher<Int, TestError>(0)
         let tracker = Tracker(initialDemand: .max(1)) { value in
             if value == 0 {
-                sut.send(1) // refused: the demand was taken for 0, so the subscriber falls behind
+                sut.send(1)  // refused: the demand was taken for 0, so the subscriber falls behind
                 return .max(1)
             }
             return .none

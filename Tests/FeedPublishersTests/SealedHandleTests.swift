@@ -6,7 +6,8 @@ import Testing
     private func containsSender(_ subject: Any, depth: Int = 0) -> Bool {
         if subject is PassthroughPublisher<Int, Never> || subject is CurrentValuePublisher<Int, Never>
             || subject is EventPublisher<Int> || subject is ReadOnlyPassthroughPublisher<Int, Never>
-            || subject is ReadOnlyCurrentValuePublisher<Int, Never> {
+            || subject is ReadOnlyCurrentValuePublisher<Int, Never>
+        {
             return true
         }
         guard depth < 32 else { return false }

@@ -17,7 +17,7 @@ import Testing
             while let value = await iterator.next() {
                 if value == -1 {
                     bodyBusy.open()
-                    await burstSent.wait() // the loop body is busy while the burst is sent
+                    await burstSent.wait()  // the loop body is busy while the burst is sent
                     continue
                 }
                 received.append(value)
@@ -48,7 +48,7 @@ import Testing
             for await value in values {
                 if value == -1 {
                     bodyBusy.open()
-                    await burstSent.wait() // the loop body is busy while the burst is sent
+                    await burstSent.wait()  // the loop body is busy while the burst is sent
                     continue
                 }
                 received.append(value)

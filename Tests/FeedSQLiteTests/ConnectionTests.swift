@@ -9,9 +9,13 @@ import Testing
         try db.execute("CREATE TABLE t (i INTEGER, r REAL, s TEXT, b BLOB, n)")
         let blob = Data([0, 1, 2, 255])
         try db.run("INSERT INTO t VALUES (?, ?, ?, ?, ?)", Int64.max, 2.5, "héllo 👋", blob, String?.none)
-        let row = try #require(try db.fetchOne("SELECT i, r, s, b, n, typeof(n), typeof(b) FROM t") { row in
-            (row.int64(at: 0), row.double(at: 1), row.string(at: 2), row.data(at: 3), row.isNull(at: 4), row.string(at: 5), row.string(at: 6))
-        })
+        let row = try #require(
+            try db.fetchOne("SELECT i, r, s, b, n, typeof(n), typeof(b) FROM t") { row in
+                (
+                    row.int64(at: 0), row.double(at: 1), row.string(at: 2), row.data(at: 3), row.isNull(at: 4), row.string(at: 5),
+                    row.string(at: 6)
+                )
+            })
         #expect(row.0 == Int64.max)
         #expect(row.1 == 2.5)
         #expect(row.2 == "héllo 👋")

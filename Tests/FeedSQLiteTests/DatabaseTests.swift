@@ -60,7 +60,7 @@ import Testing
         #expect(holding.wait(timeout: .now() + 10) == .success)
         let done = DispatchSemaphore(value: 0)
         let waiter = Thread {
-            try? other.write { db in try db.run("INSERT INTO t VALUES (2)") }
+            _ = try? other.write { db in try db.run("INSERT INTO t VALUES (2)") }
             done.signal()
         }
         waiter.start()

@@ -16,7 +16,9 @@ import Testing
             #expect(try db.fetchInt64("PRAGMA user_version") == Int64(Migrator.embedded.latestVersion))
             let records = try Migrator.embedded.appliedMigrations(db)
             #expect(records.map(\.checksum) == Migrator.embedded.migrations.map(\.checksum))
-            #expect(try db.fetchInt64("SELECT count(*) FROM sqlite_schema WHERE name IN ('users','posts','likes','events','subscriber_cursors')") == 5)
+            #expect(
+                try db.fetchInt64(
+                    "SELECT count(*) FROM sqlite_schema WHERE name IN ('users','posts','likes','events','subscriber_cursors')") == 5)
         }
     }
 
@@ -29,7 +31,9 @@ import Testing
         #expect(try Migrator.embedded.migrate(database).isEmpty)
         let again = try database.read { db in try db.fetchAll("SELECT sql FROM sqlite_schema ORDER BY name") { $0.string(at: 0) } }
         #expect(schema == again)
-        #expect(try database.read { db in try db.fetchInt64("SELECT count(*) FROM schema_migrations") } == Int64(Migrator.embedded.migrations.count))
+        #expect(
+            try database.read { db in try db.fetchInt64("SELECT count(*) FROM schema_migrations") }
+                == Int64(Migrator.embedded.migrations.count))
     }
 
     @Test func migratesUpToEveryPrefix() throws {
@@ -131,7 +135,8 @@ import Testing
         let dir = TemporaryDirectory()
         let path = dir.file("db.sqlite")
         _ = try FeedStore(path: path)
-        let future = Migrator(migrations: Migrator.embedded.migrations + [Migration(version: 9999, name: "future", sql: "CREATE TABLE future (x);")])
+        let future = Migrator(
+            migrations: Migrator.embedded.migrations + [Migration(version: 9999, name: "future", sql: "CREATE TABLE future (x);")])
         _ = try FeedStore(path: path, migrator: future)
         let error = try #require(throws: StorageError.self) { try FeedStore(path: path) }
         #expect(error == .unknownMigration(version: 9999, name: "future", binaryVersion: Migrator.embedded.latestVersion))
@@ -139,7 +144,9 @@ import Testing
 
     private func dump(_ path: String) throws -> [String] {
         let connection = try Connection(location: .file(path), readOnly: true)
-        var lines = try connection.fetchAll("SELECT type || ' ' || name || ' ' || coalesce(sql, '') FROM sqlite_schema ORDER BY name") { $0.string(at: 0) }
+        var lines = try connection.fetchAll("SELECT type || ' ' || name || ' ' || coalesce(sql, '') FROM sqlite_schema ORDER BY name") {
+            $0.string(at: 0)
+        }
         if try connection.fetchInt64("SELECT count(*) FROM sqlite_schema WHERE name = 'schema_migrations'") == 1 {
             lines += try connection.fetchAll("SELECT version || name || checksum || applied_at FROM schema_migrations") { $0.string(at: 0) }
         }

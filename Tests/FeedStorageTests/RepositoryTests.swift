@@ -143,7 +143,9 @@ import Testing
         let plan = try store.read { db in try db.makeStatement(PostRepository.feedPageSQL).queryPlan() }
         #expect(plan.contains { $0.hasPrefix("SEARCH p USING INDEX posts_feed") }, "\(plan)")
         #expect(plan.contains { $0 == "SEARCH l USING PRIMARY KEY (user_key=? AND post_key=?)" }, "\(plan)")
-        #expect(!plan.contains { $0.hasPrefix("SCAN p") || $0.hasPrefix("SCAN posts") || $0.hasPrefix("SCAN l") || $0.hasPrefix("SCAN likes") }, "\(plan)")
+        #expect(
+            !plan.contains { $0.hasPrefix("SCAN p") || $0.hasPrefix("SCAN posts") || $0.hasPrefix("SCAN l") || $0.hasPrefix("SCAN likes") },
+            "\(plan)")
         #expect(!plan.contains { $0.contains("TEMP B-TREE") }, "\(plan)")
     }
 
@@ -227,7 +229,7 @@ import Testing
         let dir = TemporaryDirectory()
         let path = dir.file("db.sqlite")
         let store = try FeedStore(path: path)
-        try store.write { db in try UserRepository(db).insert(id: "u", name: "", at: Date()) }
+        _ = try store.write { db in try UserRepository(db).insert(id: "u", name: "", at: Date()) }
         _ = try store.read { db in try UserRepository(db).all() }
         #expect(FileManager.default.fileExists(atPath: path + "-wal"))
         store.close()

@@ -10,10 +10,12 @@ import Testing
     /// Every string literal in `Sources` that looks like SQL, with its file and line.
     static func sqlLiterals() throws -> [(file: String, line: Int, text: String)] {
         var found: [(String, Int, String)] = []
-        let files = FileManager.default.enumerator(atPath: sourcesFolder.path)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") } ?? []
+        let files =
+            FileManager.default.enumerator(atPath: sourcesFolder.path)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") } ?? []
         let keywords = try Regex(#"\b(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|PRAGMA|BEGIN|VALUES|WHERE)\b"#)
         let stringLiteral = try Regex(#""((?:[^"\\]|\\.)*)""#)
-        let statementStart = try Regex(#"^"(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|PRAGMA|BEGIN|EXPLAIN|SAVEPOINT|RELEASE|ROLLBACK|COMMIT)\b"#)
+        let statementStart = try Regex(
+            #"^"(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|PRAGMA|BEGIN|EXPLAIN|SAVEPOINT|RELEASE|ROLLBACK|COMMIT)\b"#)
         for file in files {
             let text = try String(contentsOf: sourcesFolder.appendingPathComponent(file), encoding: .utf8)
             // Single-line literals and multi-line (""" … """) literals.
@@ -55,7 +57,10 @@ import Testing
         #expect(interpolated.isEmpty, "SQL with string interpolation: \(interpolated.map { "\($0.file):\($0.line)" })")
     }
 
-    @Test(arguments: ["not-a-cursor", "", ".", "1.", ".1", "1.2.3", "-1.2", "1.-2", "１.２", "99999999999999999999.1", "1e3.2", " 1.2", "1.2 ", "0x10.1", "1.2\u{0}"])
+    @Test(arguments: [
+        "not-a-cursor", "", ".", "1.", ".1", "1.2.3", "-1.2", "1.-2", "１.２", "99999999999999999999.1", "1e3.2", " 1.2", "1.2 ", "0x10.1",
+        "1.2\u{0}",
+    ])
     func malformedCursorsAreRejected(text: String) {
         #expect(FeedCursor(text) == nil)
     }

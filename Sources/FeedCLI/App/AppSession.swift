@@ -84,7 +84,9 @@ final class AppSession {
             feed.send(.dismissError)
         }
         let posts = feed(\.posts)
-        var lines = [output.style.bold("Feed for \(TextSanitizer.clean(viewerID))") + " (\(posts.count) posts; 'open POST', 'more', 'help')"]
+        var lines = [
+            output.style.bold("Feed for \(TextSanitizer.clean(viewerID))") + " (\(posts.count) posts; 'open POST', 'more', 'help')"
+        ]
         lines += posts.isEmpty ? ["(no posts)"] : TextShapes.feed(posts: posts, liked: feed(\.likedPostIDs), style: output.style)
         output.lines(lines)
     }

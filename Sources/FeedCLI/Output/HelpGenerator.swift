@@ -4,26 +4,28 @@ enum HelpGenerator {
     static func help(for topic: [String]) -> String {
         if let command = CommandCatalog.command(topic) { return help(command) }
         if let group = topic.first, let commands = CommandCatalog.groups[group] {
-            return lines([
-                "Usage: feedsync \(group) <command> [options]", "",
-                "Commands:",
-            ] + table(commands.map { ($0.name, $0.summary) }) + ["", "See 'feedsync \(group) <command> --help' for details."])
+            return lines(
+                [
+                    "Usage: feedsync \(group) <command> [options]", "",
+                    "Commands:",
+                ] + table(commands.map { ($0.name, $0.summary) }) + ["", "See 'feedsync \(group) <command> --help' for details."])
         }
         return overview()
     }
 
     private static func overview() -> String {
-        lines([
-            "feedsync — a feed with likes on a SQLite file, synced across processes.", "",
-            "Usage: feedsync <command> [options]", "",
-            "Commands:",
-        ] + table(CommandCatalog.commands.map { ($0.name, $0.summary) })
-            + ["", "Global options (anywhere on the line):"] + optionLines(CommandCatalog.globalOptions)
-            + [
-                "", "Environment: FEEDSYNC_DB, FEEDSYNC_USER, NO_COLOR, XDG_DATA_HOME, FEEDSYNC_BUSY_TIMEOUT_MS.",
-                "Exit status: 0 ok, 1 check found violations, 64 usage, 65 data, 74 database or I/O, 75 busy.",
-                "", "Start with 'feedsync demo'. See 'feedsync <command> --help' for details.",
-            ])
+        lines(
+            [
+                "feedsync — a feed with likes on a SQLite file, synced across processes.", "",
+                "Usage: feedsync <command> [options]", "",
+                "Commands:",
+            ] + table(CommandCatalog.commands.map { ($0.name, $0.summary) })
+                + ["", "Global options (anywhere on the line):"] + optionLines(CommandCatalog.globalOptions)
+                + [
+                    "", "Environment: FEEDSYNC_DB, FEEDSYNC_USER, NO_COLOR, XDG_DATA_HOME, FEEDSYNC_BUSY_TIMEOUT_MS.",
+                    "Exit status: 0 ok, 1 check found violations, 64 usage, 65 data, 74 database or I/O, 75 busy.",
+                    "", "Start with 'feedsync demo'. See 'feedsync <command> --help' for details.",
+                ])
     }
 
     private static func help(_ command: CommandSpec) -> String {

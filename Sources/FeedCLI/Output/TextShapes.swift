@@ -32,7 +32,7 @@ enum TextShapes {
     static func detail(_ post: Post, liked: Bool, style: Style) -> [String] {
         var lines = [
             style.bold(TextSanitizer.clean(post.id)) + " by " + TextSanitizer.clean(post.authorID) + " · "
-                + ISOTime.short(post.createdAt) + " UTC",
+                + ISOTime.short(post.createdAt) + " UTC"
         ]
         lines += post.body.split(separator: "\n", omittingEmptySubsequences: false).map { "  " + TextSanitizer.clean(String($0)) }
         lines.append(likeLine(count: post.likeCount, liked: liked, style: style))
@@ -79,7 +79,8 @@ enum TextShapes {
     }
 
     /// The header matching ``event(_:)``.
-    static let eventHeader = pad("SEQ", 7, right: true) + "  " + pad("KIND", 11) + "  " + pad("POST", 12) + "  "
+    static let eventHeader =
+        pad("SEQ", 7, right: true) + "  " + pad("KIND", 11) + "  " + pad("POST", 12) + "  "
         + pad("USER", 12) + "  " + pad("LIKES", 5, right: true) + "  AT"
 
     static func pad(_ text: String, _ width: Int, right: Bool = false) -> String {

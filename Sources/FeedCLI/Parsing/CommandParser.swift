@@ -30,7 +30,11 @@ enum CommandParser {
             case .value(let word):
                 words.append(word)
             case .short(let letter):
-                if letter == "h" { wantsHelp = true } else { uses.append(OptionUse(name: "-" + String(letter), display: "-" + String(letter), value: nil, index: token.index)) }
+                if letter == "h" {
+                    wantsHelp = true
+                } else {
+                    uses.append(OptionUse(name: "-" + String(letter), display: "-" + String(letter), value: nil, index: token.index))
+                }
             case .option(let name, let inlineValue):
                 if name == "help" || name == "version" {
                     if name == "help" { wantsHelp = true } else { wantsVersion = true }

@@ -18,7 +18,8 @@ struct OptionDecoder: Sendable {
     /// The value of `--name` as an integer in `range`, if given.
     func integer(_ name: String, in range: ClosedRange<Int64>) throws(ParserError) -> Int64? {
         guard let text = string(name) else { return nil }
-        guard text.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == "-" || $0 == "+") }), let number = Int64(text), range.contains(number) else {
+        guard text.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == "-" || $0 == "+") }), let number = Int64(text), range.contains(number)
+        else {
             throw .invalidNumber(option: name, value: text, range: range, command: command)
         }
         return number

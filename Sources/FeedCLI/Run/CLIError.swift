@@ -22,11 +22,12 @@ struct CLIError: Error, Sendable, Hashable {
 
     /// A domain error, with a hint at the fix; the status follows the error's category.
     init(_ error: FeedError) {
-        let status: ExitCode = switch error.category {
-        case .data: .data
-        case .database: .database
-        case .busy: .busy
-        }
+        let status: ExitCode =
+            switch error.category {
+            case .data: .data
+            case .database: .database
+            case .busy: .busy
+            }
         self.init(Self.describe(error), exitCode: status)
     }
 

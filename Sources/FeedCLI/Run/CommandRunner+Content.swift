@@ -21,7 +21,9 @@ extension CommandRunner {
             console.error("No users yet. Add one with 'feedsync user add ID'.")
         } else {
             var table = TextTable(headers: ["USER", "NAME", "CREATED"], alignments: [.left, .left, .left])
-            table.rows = users.map { [TextSanitizer.clean($0.id), TextSanitizer.shortened($0.name, width: 40), ISOTime.short($0.createdAt)] }
+            table.rows = users.map {
+                [TextSanitizer.clean($0.id), TextSanitizer.shortened($0.name, width: 40), ISOTime.short($0.createdAt)]
+            }
             printLines(table.lines(header: context.style.bold))
         }
         return .success
@@ -51,9 +53,10 @@ extension CommandRunner {
             return .success
         }
         if page.rows.isEmpty {
-            console.error(command.before == nil
-                ? "No posts yet. Add one with 'feedsync post add --author ID TEXT', or run 'feedsync seed'."
-                : "No older posts.")
+            console.error(
+                command.before == nil
+                    ? "No posts yet. Add one with 'feedsync post add --author ID TEXT', or run 'feedsync seed'."
+                    : "No older posts.")
             return .success
         }
         var lines = TextShapes.feed(posts: page.rows.map(\.post), liked: page.likedPostIDs, style: context.style)

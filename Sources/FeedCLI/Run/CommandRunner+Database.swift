@@ -10,9 +10,10 @@ extension CommandRunner {
         defer { service.store.close() }  // the last connection to close checkpoints the WAL
         let status = try attempt { () throws(FeedError) in try service.status() }
         if json {
-            printJSON(.object([
-                ("path", .string(path)), ("schemaVersion", .number(status.schemaVersion)), ("created", .bool(!existed)),
-            ]))
+            printJSON(
+                .object([
+                    ("path", .string(path)), ("schemaVersion", .number(status.schemaVersion)), ("created", .bool(!existed)),
+                ]))
         } else {
             let verb = existed ? "Database is ready" : "Created database"
             console.line("\(verb): \(TextSanitizer.clean(path)) (schema version \(status.schemaVersion))")
@@ -51,10 +52,11 @@ extension CommandRunner {
         defer { service.store.close() }  // the last connection to close checkpoints the WAL
         let violations = try attempt { () throws(FeedError) in try service.check() }
         if json {
-            printJSON(.object([
-                ("ok", .bool(violations.isEmpty)),
-                ("violations", .array(violations.map { .object([("rule", .string($0.rule)), ("detail", .string($0.detail))]) })),
-            ]))
+            printJSON(
+                .object([
+                    ("ok", .bool(violations.isEmpty)),
+                    ("violations", .array(violations.map { .object([("rule", .string($0.rule)), ("detail", .string($0.detail))]) })),
+                ]))
         } else if violations.isEmpty {
             console.line("ok: integrity, like counts, log order and log replay all hold")
         } else {

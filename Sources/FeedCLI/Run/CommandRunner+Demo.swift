@@ -30,7 +30,9 @@ extension CommandRunner {
         }
         printLines(narration)
 
-        let failure = withDependencies { $0.feedClient = .live(service) } operation: { () -> CLIError? in
+        let failure = withDependencies {
+            $0.feedClient = .live(service)
+        } operation: { () -> CLIError? in
             do throws(CLIError) {
                 try play(viewer: viewer, postID: postID, alreadyLiked: detailCheck.liked)
                 return nil
@@ -44,33 +46,34 @@ extension CommandRunner {
 
     /// Steps 1–4 of the demo; runs inside the `feedClient` override.
     private func play(viewer: String, postID: String, alreadyLiked: Bool) throws(CLIError) {
-            let style = context.style
-            let feed = FeedListProjection(viewerID: viewer, pageSize: 10)
-            feed.send(.refresh)
-            try check(feed(\.lastError))
-            printLines(["", style.bold("1. The feed, as alice (FeedListProjection):")]
+        let style = context.style
+        let feed = FeedListProjection(viewerID: viewer, pageSize: 10)
+        feed.send(.refresh)
+        try check(feed(\.lastError))
+        printLines(
+            ["", style.bold("1. The feed, as alice (FeedListProjection):")]
                 + TextShapes.feed(posts: feed(\.posts), liked: feed(\.likedPostIDs), style: style))
 
-            let detail = PostDetailProjection(postID: postID, viewerID: viewer)
-            detail.send(.load)
-            try check(detail(\.lastError))
-            printLines(["", style.bold("2. Open post2 (PostDetailProjection):")] + detailLines(detail))
+        let detail = PostDetailProjection(postID: postID, viewerID: viewer)
+        detail.send(.load)
+        try check(detail(\.lastError))
+        printLines(["", style.bold("2. Open post2 (PostDetailProjection):")] + detailLines(detail))
 
-            if alreadyLiked {
-                detail.send(.unlike)
-                try check(detail(\.lastError))
-                printLines(["", "alice already liked post2 in an earlier run: unliking it first (\(detail(\.likeCount)) likes)."])
-            }
-            detail.send(.like)
+        if alreadyLiked {
+            detail.send(.unlike)
             try check(detail(\.lastError))
-            printLines(["", style.bold("3. Like it:")] + detailLines(detail))
+            printLines(["", "alice already liked post2 in an earlier run: unliking it first (\(detail(\.likeCount)) likes)."])
+        }
+        detail.send(.like)
+        try check(detail(\.lastError))
+        printLines(["", style.bold("3. Like it:")] + detailLines(detail))
 
-            let count = feed(\.posts).first { $0.id == postID }?.likeCount ?? 0
-            printLines(
-                ["", style.bold("4. Back to the feed:") + " the like event already reached the feed projection —"]
-                    + ["   ❤️ on post2 and \(count == 1 ? "1 like" : "\(count) likes"), with no reload."]
-                    + TextShapes.feed(posts: feed(\.posts), liked: feed(\.likedPostIDs), style: style)
-                    + ["", "Try it yourself: feedsync app --user alice   (or: feedsync --help)"])
+        let count = feed(\.posts).first { $0.id == postID }?.likeCount ?? 0
+        printLines(
+            ["", style.bold("4. Back to the feed:") + " the like event already reached the feed projection —"]
+                + ["   ❤️ on post2 and \(count == 1 ? "1 like" : "\(count) likes"), with no reload."]
+                + TextShapes.feed(posts: feed(\.posts), liked: feed(\.likedPostIDs), style: style)
+                + ["", "Try it yourself: feedsync app --user alice   (or: feedsync --help)"])
     }
 
     private func detailLines(_ detail: PostDetailProjection) -> [String] {

@@ -29,9 +29,10 @@ extension CommandRunner {
         let elapsed = ContinuousClock.now - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         if json {
-            printJSON(.object([
-                ("users", .number(summary.users)), ("posts", .number(summary.posts)), ("likes", .number(summary.likes)),
-            ]))
+            printJSON(
+                .object([
+                    ("users", .number(summary.users)), ("posts", .number(summary.posts)), ("likes", .number(summary.likes)),
+                ]))
         } else {
             console.line(
                 "Seeded \(summary.users) users, \(summary.posts) posts and \(summary.likes) likes in "

@@ -121,11 +121,12 @@ public final class PostDetailProjection: Sendable {
                 state.lastError = .invalidValue(field: "user id", value: "", reason: "choose a user to like posts as (--user)")
                 return []
             }
-            let kind: LikeCommand.Action = switch action {
-            case .like: .like
-            case .unlike: .unlike
-            default: .toggle
-            }
+            let kind: LikeCommand.Action =
+                switch action {
+                case .like: .like
+                case .unlike: .unlike
+                default: .toggle
+                }
             state.isBusy = true
             return [.command(LikeCommand(kind, userID: viewerID, postID: state.postID))]
         case .commandResponse(.success(let result)):
@@ -154,13 +155,14 @@ public final class PostDetailProjection: Sendable {
         case .load(let postID, let viewerID):
             .loaded(Result { () throws(FeedError) in try client.post(postID, viewerID) })
         case .command(let command):
-            .commandResponse(Result { () throws(FeedError) in
-                switch command.action {
-                case .like: try client.like(command.userID, command.postID)
-                case .unlike: try client.unlike(command.userID, command.postID)
-                case .toggle: try client.toggle(command.userID, command.postID)
-                }
-            })
+            .commandResponse(
+                Result { () throws(FeedError) in
+                    switch command.action {
+                    case .like: try client.like(command.userID, command.postID)
+                    case .unlike: try client.unlike(command.userID, command.postID)
+                    case .toggle: try client.toggle(command.userID, command.postID)
+                    }
+                })
         }
     }
 }

@@ -52,7 +52,9 @@ public final class FeedService: Sendable {
     }
 
     /// Opens (creating and migrating if needed) the database file at `path` and creates a service over it.
-    public convenience init(path: String, configuration: Configuration = Configuration(), bridge: EventBridge = EventBridge()) throws(FeedError) {
+    public convenience init(
+        path: String, configuration: Configuration = Configuration(), bridge: EventBridge = EventBridge()
+    ) throws(FeedError) {
         let store: FeedStore
         do {
             store = try FeedStore(path: path, configuration: configuration)
@@ -156,14 +158,16 @@ public final class FeedService: Sendable {
                     let event = try EventLog(db).appendLikeChange(
                         change, userID: command.userID, postID: command.postID, postKey: keys.post, at: now)
                     events.append(event)
-                    results.append(LikeResult(
-                        postID: command.postID, userID: command.userID, liked: change == .liked,
-                        likeCount: event.likeCount ?? 0, changed: true, seq: event.seq))
+                    results.append(
+                        LikeResult(
+                            postID: command.postID, userID: command.userID, liked: change == .liked,
+                            likeCount: event.likeCount ?? 0, changed: true, seq: event.seq))
                 } else {
                     let count = try PostRepository(db).likeCount(postKey: keys.post) ?? 0
-                    results.append(LikeResult(
-                        postID: command.postID, userID: command.userID, liked: command.action == .like,
-                        likeCount: count, changed: false, seq: nil))
+                    results.append(
+                        LikeResult(
+                            postID: command.postID, userID: command.userID, liked: command.action == .like,
+                            likeCount: count, changed: false, seq: nil))
                 }
             }
             return results

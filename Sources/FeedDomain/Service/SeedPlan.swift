@@ -88,9 +88,13 @@ extension FeedService {
                 while inserted < plan.likes {
                     let user = 1 + pairs.next(plan.users)
                     let post = 1 + pairs.next(plan.posts)
-                    if try loader.addLikeIfAbsent(userKey: userKeys[user], postKey: postKeys[post - 1], createdAtMillis: (SeedPlan.t0 + Int64(inserted)) * 1000) {
+                    if try loader.addLikeIfAbsent(
+                        userKey: userKeys[user], postKey: postKeys[post - 1], createdAtMillis: (SeedPlan.t0 + Int64(inserted)) * 1000)
+                    {
                         inserted += 1
-                        if inserted % max(1, plan.likes / 100) == 0 { progress(SeedProgress(phase: "likes", done: inserted, total: plan.likes)) }
+                        if inserted % max(1, plan.likes / 100) == 0 {
+                            progress(SeedProgress(phase: "likes", done: inserted, total: plan.likes))
+                        }
                     }
                 }
                 return SeedSummary(users: userCount, posts: plan.posts, likes: inserted)

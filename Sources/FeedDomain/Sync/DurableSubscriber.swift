@@ -161,8 +161,9 @@ public final class DurableSubscriber: Sendable {
             if pruned > cursor {
                 signalSubject.send(.needsRebuild(cursor: cursor, prunedThrough: pruned))
                 guard let rebuild else {
-                    throw FeedError.storage(.constraintViolation(
-                        field: "subscriber \(name)", reason: "the log was pruned past its cursor and it has no rebuild"))
+                    throw FeedError.storage(
+                        .constraintViolation(
+                            field: "subscriber \(name)", reason: "the log was pruned past its cursor and it has no rebuild"))
                 }
                 let seq = try store.write { db in
                     let last = try EventLog(db).lastSeq()

@@ -10,7 +10,8 @@
 /// count.send(count.value + 1)          // prints 1
 /// ```
 public final class CurrentValuePublisher<Element: Sendable, Failure: Error>:
-    ReadOnlyCurrentValuePublisher<Element, Failure>, @unchecked Sendable {
+    ReadOnlyCurrentValuePublisher<Element, Failure>, @unchecked Sendable
+{
     // @unchecked: adds no stored state; see ReadOnlyCurrentValuePublisher (state behind SubjectCore's Mutex).
 
     /// Creates a publisher holding `initialValue`.

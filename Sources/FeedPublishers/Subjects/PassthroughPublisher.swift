@@ -9,7 +9,8 @@
 /// subject.send(1) // prints 1 before send returns
 /// ```
 public final class PassthroughPublisher<Element: Sendable, Failure: Error>:
-    ReadOnlyPassthroughPublisher<Element, Failure>, @unchecked Sendable {
+    ReadOnlyPassthroughPublisher<Element, Failure>, @unchecked Sendable
+{
     // @unchecked: adds no stored state; see ReadOnlyPassthroughPublisher (state behind SubjectCore's Mutex).
 
     /// Creates a publisher with no subscribers.

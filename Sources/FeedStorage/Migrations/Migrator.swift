@@ -53,8 +53,9 @@ public struct Migrator: Sendable {
 
     /// The migrations recorded in `db`, oldest first; empty for a new database.
     public func appliedMigrations(_ db: Connection) throws -> [AppliedMigration] {
-        let hasTable = try db.fetchInt64(
-            "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'") ?? 0
+        let hasTable =
+            try db.fetchInt64(
+                "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'") ?? 0
         guard hasTable > 0 else { return [] }
         return try db.fetchAll("SELECT version, name, checksum, applied_at FROM schema_migrations ORDER BY version") { row in
             AppliedMigration(
@@ -136,7 +137,8 @@ public struct Migrator: Sendable {
                         """)
                     try db.execute(migration.sql)
                     if try db.fetchOne("PRAGMA foreign_key_check", decode: { $0.string(at: 0) }) != nil {
-                        throw SQLiteError(code: .constraintForeignKey, message: "migration \(migration.version) leaves foreign key violations")
+                        throw SQLiteError(
+                            code: .constraintForeignKey, message: "migration \(migration.version) leaves foreign key violations")
                     }
                     try db.run(
                         "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?)",

@@ -23,8 +23,9 @@ public struct FeedCursor: Sendable, Hashable, Codable, LosslessStringConvertible
     /// Parses a cursor string; `nil` when it is malformed (not two non-negative decimal integers joined by `.`).
     public init?(_ description: String) {
         let parts = description.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 2, parts.allSatisfy({ !$0.isEmpty && $0.count <= 19 && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }),
-              let millis = Int64(parts[0]), let sequence = Int64(parts[1])
+        guard parts.count == 2,
+            parts.allSatisfy({ !$0.isEmpty && $0.count <= 19 && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }),
+            let millis = Int64(parts[0]), let sequence = Int64(parts[1])
         else { return nil }
         self.init(createdAtMillis: millis, sequence: sequence)
     }

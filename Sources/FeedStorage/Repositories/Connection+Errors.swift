@@ -30,4 +30,3 @@ func millis(_ date: Date) -> Int64 {
 func date(millis: Int64) -> Date {
     Date(timeIntervalSince1970: Double(millis) / 1000)
 }
-

@@ -38,15 +38,17 @@ public struct PostRepository {
         try Validation.checkID(id, field: "post id")
         try Validation.checkID(authorID, field: "author id")
         try Validation.checkBody(body)
-        let key: Int64 = try db.mapErrors({
-            try db.run(
-                "INSERT INTO posts (id, author_id, body, created_at) VALUES (?, ?, ?, ?)", id, authorID, body, millis(time))
-            return db.lastInsertRowID
-        }, { error in
-            if ResultCode.constraintUnique ~= error.code { return .postAlreadyExists(id) }
-            if ResultCode.constraintForeignKey ~= error.code { return .userNotFound(authorID) }
-            return nil
-        })
+        let key: Int64 = try db.mapErrors(
+            {
+                try db.run(
+                    "INSERT INTO posts (id, author_id, body, created_at) VALUES (?, ?, ?, ?)", id, authorID, body, millis(time))
+                return db.lastInsertRowID
+            },
+            { error in
+                if ResultCode.constraintUnique ~= error.code { return .postAlreadyExists(id) }
+                if ResultCode.constraintForeignKey ~= error.code { return .userNotFound(authorID) }
+                return nil
+            })
         return Post(id: id, authorID: authorID, body: body, createdAt: date(millis: millis(time)), likeCount: 0, sequence: key)
     }
 
@@ -58,7 +60,9 @@ public struct PostRepository {
     /// The post with this id, or `nil`.
     public func find(_ id: String) throws -> Post? {
         try db.mapErrors {
-            try db.fetchOne("SELECT p.id, p.author_id, p.body, p.created_at, p.like_count, p.post_key FROM posts p WHERE p.id = ?", id, decode: Self.decode)
+            try db.fetchOne(
+                "SELECT p.id, p.author_id, p.body, p.created_at, p.like_count, p.post_key FROM posts p WHERE p.id = ?", id,
+                decode: Self.decode)
         }
     }
 

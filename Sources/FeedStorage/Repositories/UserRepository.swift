@@ -20,12 +20,14 @@ public struct UserRepository {
     public func insert(id: String, name: String, at time: Date) throws -> Int64 {
         try Validation.checkID(id, field: "user id")
         try Validation.checkName(name)
-        return try db.mapErrors({
-            try db.run("INSERT INTO users (id, name, created_at) VALUES (?, ?, ?)", id, name, millis(time))
-            return db.lastInsertRowID
-        }, { error in
-            ResultCode.constraintUnique ~= error.code ? .userAlreadyExists(id) : nil
-        })
+        return try db.mapErrors(
+            {
+                try db.run("INSERT INTO users (id, name, created_at) VALUES (?, ?, ?)", id, name, millis(time))
+                return db.lastInsertRowID
+            },
+            { error in
+                ResultCode.constraintUnique ~= error.code ? .userAlreadyExists(id) : nil
+            })
     }
 
     /// The user's integer key, or `nil` when no user has this id.
