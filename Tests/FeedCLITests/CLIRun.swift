@@ -27,6 +27,8 @@ enum CLIRun {
     /// A clean environment: no FEEDSYNC_* or NO_COLOR leaking in from the developer's shell, HOME set to `home`.
     static func environment(home: String, _ extra: [String: String] = [:]) -> [String: String] {
         var environment = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8"]
+        // Coverage builds: let the child write its profile where `swift test --enable-code-coverage` collects them.
+        if let profile = ProcessInfo.processInfo.environment["LLVM_PROFILE_FILE"] { environment["LLVM_PROFILE_FILE"] = profile }
         environment.merge(extra) { $1 }
         return environment
     }
