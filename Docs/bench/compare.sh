@@ -6,8 +6,8 @@
 #        QUICK=1 Docs/bench/compare.sh 1           (tiny sizes, a smoke comparison in well under a minute)
 #
 # Environment:
-#   PEERS_DIR     the peers package (default: ../shared/peers relative to the repository). When it is read-only it
-#                 is copied to a temporary directory and built there.
+#   PEERS_DIR     the peers package (default: ../shared/peers relative to the repository); it is copied to a
+#                 temporary directory and built there, so the folder itself is never written.
 #   WORKLOADS     which workloads to run (default "w1 w2 w3 w4 w5 w6").
 #   W1_ARGS … W6_ARGS  extra flags for a workload, passed to both sides where the peer has it (W5/W6: ours only).
 #   RESULTS       where to append the JSON lines (default: a temporary file, path printed at the end).
@@ -37,12 +37,10 @@ theirs=${PEER_BIN:-$root/.build-peers/release/peerbench}
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
     echo "building feedsync-bench (release)" >&2
     (cd "$root" && swift build -c release --scratch-path "$root/.build-bench" --product feedsync-bench >&2) || exit 2
-    build_dir=$peers
-    if [ ! -w "$peers" ]; then
-        build_dir=$(mktemp -d /tmp/peers-src.XXXXXX)
-        cp -r "$peers/." "$build_dir" && chmod -R u+w "$build_dir"
-        trap 'rm -rf "$build_dir"' EXIT
-    fi
+    # Build from a copy: the peers folder is shared and read-only (SwiftPM would write Package.resolved there).
+    build_dir=$(mktemp -d /tmp/peers-src.XXXXXX)
+    trap 'rm -rf "$build_dir"' EXIT
+    cp -r "$peers/." "$build_dir" && chmod -R u+w "$build_dir"
     echo "building peerbench (release) in $build_dir" >&2
     (cd "$build_dir" && swift build -c release --scratch-path "$root/.build-peers" >&2) || exit 2
 fi

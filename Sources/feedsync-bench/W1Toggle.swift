@@ -40,7 +40,8 @@ enum W1Toggle {
         let elapsed = seconds(since: start)
 
         let totals = try ToggleTotals(service)
-        let ok = totals.likes == expected.likes && totals.likeCountTotal == Int64(expected.likes)
+        let ok =
+            totals.likes == expected.likes && totals.likeCountTotal == Int64(expected.likes)
             && unlikes == expected.unlikes && totals.likedByUser1 == expected.likedByUser1
 
         var line = JSONLine()

@@ -49,7 +49,8 @@ enum W2Page {
 
         let likes = try service.status().likes
         let likeCountTotal = try service.store.read { db in try db.fetchInt64("SELECT sum(like_count) FROM posts") } ?? 0
-        let ok = summary.likes == likeCount && likes == likeCount && likeCountTotal == Int64(likeCount)
+        let ok =
+            summary.likes == likeCount && likes == likeCount && likeCountTotal == Int64(likeCount)
             && checksum.idsValid && (queryCount == 0 || checksum.rows > 0)
             && (!isDefault || checksum.hex == defaultChecksum)
 

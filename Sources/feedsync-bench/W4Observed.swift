@@ -7,6 +7,7 @@ import Synchronization
 enum W4Observed {
     /// User 1's liked-post set, kept in sync by the bridge's change events.
     final class LikedSet: Sendable {
+        /// The mutable part, behind the mutex.
         private struct State {
             var ids: Set<String> = []
             var notifications = 0
@@ -68,7 +69,8 @@ enum W4Observed {
 
         let totals = try ToggleTotals(service)
         let (ids, notifications) = observed.snapshot
-        let ok = totals.likes == expected.likes && totals.likeCountTotal == Int64(expected.likes)
+        let ok =
+            totals.likes == expected.likes && totals.likeCountTotal == Int64(expected.likes)
             && unlikes == expected.unlikes && totals.likedByUser1 == expected.likedByUser1
             && ids == totals.likedByUser1 && notifications == opCount
 

@@ -52,8 +52,10 @@ enum W5CrossProcess {
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         let writer = Process()
         writer.executableURL = URL(fileURLWithPath: executable)
-        writer.arguments = ["agent-writer", "--db", path, "--rate", "\(rate)", "--count", "\(count)",
-                            "--users", "\(users)", "--posts", "\(posts)"]
+        writer.arguments = [
+            "agent-writer", "--db", path, "--rate", "\(rate)", "--count", "\(count)",
+            "--users", "\(users)", "--posts", "\(posts)",
+        ]
         let pipe = Pipe()
         writer.standardOutput = pipe
         let readerDone = DispatchSemaphore(value: 0)

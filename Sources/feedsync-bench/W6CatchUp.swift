@@ -10,6 +10,7 @@ import Synchronization
 enum W6CatchUp {
     /// What a handler saw: how many events, the last seq, and whether seqs were consecutive.
     final class Tally: Sendable {
+        /// The mutable part, behind the mutex.
         private struct State {
             var count = 0
             var last: Int64 = 0
@@ -63,8 +64,9 @@ enum W6CatchUp {
 
         // At least once: the handler outside the database.
         let outside = Tally()
-        let atLeastOnce = DurableSubscriber(name: "w6-at-least-once", service: service, batchSize: batchSize,
-                                            delivery: .atLeastOnce { outside.add($0.seq) })
+        let atLeastOnce = DurableSubscriber(
+            name: "w6-at-least-once", service: service, batchSize: batchSize,
+            delivery: .atLeastOnce { outside.add($0.seq) })
         start = monotonicNanos()
         let appliedOutside = try atLeastOnce.catchUp()
         let outsideSeconds = seconds(since: start)
@@ -72,8 +74,9 @@ enum W6CatchUp {
 
         // Transactional: applied inside the transaction that advances the cursor (the handler only counts).
         let inside = Tally()
-        let transactional = DurableSubscriber(name: "w6-transactional", service: service, batchSize: batchSize,
-                                              delivery: .transactional { event, _ in inside.add(event.seq) })
+        let transactional = DurableSubscriber(
+            name: "w6-transactional", service: service, batchSize: batchSize,
+            delivery: .transactional { event, _ in inside.add(event.seq) })
         start = monotonicNanos()
         let appliedInside = try transactional.catchUp()
         let insideSeconds = seconds(since: start)
@@ -83,7 +86,8 @@ enum W6CatchUp {
         let outsideTally = outside.snapshot
         let insideTally = inside.snapshot
         // Seqs start at firstSeq (the seed logs no events); both subscribers saw every event once, in order.
-        let ok = firstSeq == 1 && lastSeq == Int64(events)
+        let ok =
+            firstSeq == 1 && lastSeq == Int64(events)
             && Int64(appliedOutside) == expectedCount && Int64(outsideTally.count) == expectedCount
             && outsideTally.ordered && outsideCursor == lastSeq
             && Int64(appliedInside) == expectedCount && Int64(insideTally.count) == expectedCount
