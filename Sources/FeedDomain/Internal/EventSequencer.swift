@@ -111,6 +111,9 @@ final class EventSequencer: @unchecked Sendable {
         drainingThread = pthread_self()
         while head < slots.count, let events = slots[head].events {
             let ticketID = slots[head].ticket.id
+            // Nothing reads a slot behind `head`: drop its events now rather than at the next compaction, which
+            // comes only after 1024 transactions (with batched commands, up to 1024 × batch events retained).
+            slots[head].events = []
             head += 1
             if head > 1024 && head * 2 > slots.count {
                 slots.removeFirst(head)
