@@ -18,7 +18,8 @@ CREATE TABLE posts (
     author_id  TEXT    NOT NULL REFERENCES users (id),
     body       TEXT    NOT NULL CHECK (length(body) BETWEEN 1 AND 10000),
     created_at INTEGER NOT NULL,
-    -- Maintained by the likes triggers below only: always equal to the number of like rows of the post.
+    -- Written only by the likes triggers below, so it always equals the number of like rows of the post (code never
+    -- updates it; `feedsync check` verifies it).
     like_count INTEGER NOT NULL DEFAULT 0 CHECK (like_count >= 0)
 );
 
@@ -45,24 +46,20 @@ CREATE TRIGGER likes_count_delete AFTER DELETE ON likes BEGIN
     UPDATE posts SET like_count = like_count - 1 WHERE post_key = OLD.post_key;
 END;
 
--- Like counts change only through like rows.
-CREATE TRIGGER posts_like_count_guard BEFORE UPDATE OF like_count ON posts
-WHEN NEW.like_count <> (SELECT count(*) FROM likes WHERE post_key = NEW.post_key)
-BEGIN
-    SELECT RAISE(ABORT, 'like_count must equal the number of like rows');
-END;
-
--- The append-only event log. AUTOINCREMENT never reuses a seq, even after the log is pruned; with one writer at a
--- time (IMMEDIATE transactions) seqs are gap-free in commit order.
+-- The append-only event log. `seq` is the rowid: SQLite gives each new row max(seq) + 1, so with one writer at a time
+-- (IMMEDIATE transactions) seqs are gap-free in commit order. Pruning never deletes the newest event, so max(seq)
+-- never goes back and a seq is never reused. (AUTOINCREMENT would guarantee that too, at the cost of one more page
+-- written per commit, for its sqlite_sequence row.)
 CREATE TABLE events (
-    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
-    kind       TEXT    NOT NULL CHECK (kind IN ('liked', 'unliked', 'postCreated', 'userCreated')),
+    seq        INTEGER PRIMARY KEY,
+    -- OR chains, not IN lists: SQLite 3.40 evaluates a CHECK's IN list through a temporary table on every insert.
+    kind       TEXT    NOT NULL CHECK (kind = 'liked' OR kind = 'unliked' OR kind = 'postCreated' OR kind = 'userCreated'),
     user_id    TEXT    NOT NULL CHECK (length(user_id) BETWEEN 1 AND 64),
     post_id    TEXT    CHECK (post_id IS NULL OR length(post_id) BETWEEN 1 AND 64),
     like_count INTEGER CHECK (like_count IS NULL OR like_count >= 0),
     at         INTEGER NOT NULL,
     CHECK ((kind = 'userCreated') = (post_id IS NULL)),
-    CHECK ((kind IN ('liked', 'unliked')) = (like_count IS NOT NULL))
+    CHECK ((kind = 'liked' OR kind = 'unliked') = (like_count IS NOT NULL))
 );
 
 CREATE TRIGGER events_append_only BEFORE UPDATE ON events BEGIN
@@ -82,7 +79,7 @@ CREATE TABLE log_state (
     -- The highest seq removed by pruning; 0 while the log is complete.
     pruned_through INTEGER NOT NULL DEFAULT 0 CHECK (pruned_through >= 0),
     -- 1 once rows were bulk-loaded without events (seeding): replaying the log no longer rebuilds the likes table.
-    bulk_loaded    INTEGER NOT NULL DEFAULT 0 CHECK (bulk_loaded IN (0, 1))
+    bulk_loaded    INTEGER NOT NULL DEFAULT 0 CHECK (bulk_loaded = 0 OR bulk_loaded = 1)
 );
 
 INSERT INTO log_state (id) VALUES (1);

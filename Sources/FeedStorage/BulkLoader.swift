@@ -31,7 +31,7 @@ public final class BulkLoader {
     }
 
     /// The triggers suspended during a bulk load.
-    static let suspendedTriggers = ["likes_count_insert", "likes_count_delete", "posts_like_count_guard"]
+    static let suspendedTriggers = ["likes_count_insert", "likes_count_delete"]
 
     /// Runs `body` in one IMMEDIATE transaction with the bulk statements, then restores the like-count invariant.
     ///
@@ -58,7 +58,7 @@ public final class BulkLoader {
                 triggerSQL.append(sql)
             }
             // DDL is transactional in SQLite: if anything below throws, the triggers come back with the rollback.
-            try db.execute("DROP TRIGGER likes_count_insert; DROP TRIGGER likes_count_delete; DROP TRIGGER posts_like_count_guard;")
+            try db.execute("DROP TRIGGER likes_count_insert; DROP TRIGGER likes_count_delete;")
             let result = try body(BulkLoader(db))
             try db.execute(
                 """

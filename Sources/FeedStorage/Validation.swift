@@ -12,15 +12,21 @@ public enum Validation {
     /// - Parameter field: what the id names (`user id`, `post id`), for the error.
     /// - Throws: ``StorageError/constraintViolation(field:reason:)`` naming the field and the rule.
     public static func checkID(_ id: String, field: String) throws(StorageError) {
-        if id.isEmpty { throw .constraintViolation(field: field, reason: "it is empty") }
-        if id.unicodeScalars.count > maximumIDLength {
-            throw .constraintViolation(field: field, reason: "it is longer than \(maximumIDLength) characters")
-        }
-        let allowed = id.unicodeScalars.allSatisfy { scalar in
-            switch scalar {
-            case "A"..."Z", "a"..."z", "0"..."9", "_", ".", ":", "@", "-": true
-            default: false
+        let bytes = id.utf8
+        if bytes.isEmpty { throw .constraintViolation(field: field, reason: "it is empty") }
+        // Every allowed character is ASCII, so one pass over the UTF-8 bytes decides, with no Unicode work.
+        let allowed = bytes.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: ":"), UInt8(ascii: "@"), UInt8(ascii: "-"):
+                true
+            default:
+                false
             }
+        }
+        let length = allowed ? bytes.count : id.unicodeScalars.count
+        if length > maximumIDLength {
+            throw .constraintViolation(field: field, reason: "it is longer than \(maximumIDLength) characters")
         }
         if !allowed {
             throw .constraintViolation(field: field, reason: "use only letters, digits and _ . : @ -")

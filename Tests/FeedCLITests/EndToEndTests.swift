@@ -211,7 +211,7 @@ import Testing
     @Test func checkExitsOneListingEachViolation() throws {
         try demoDatabase()
         // Break the like-count invariant behind FeedSync's back (triggers dropped first).
-        let sql = "DROP TRIGGER posts_like_count_guard; UPDATE posts SET like_count = 7 WHERE id = 'post3';"
+        let sql = "UPDATE posts SET like_count = 7 WHERE id = 'post3';"
         let sqlite = Process()
         sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
         sqlite.arguments = [database, sql]

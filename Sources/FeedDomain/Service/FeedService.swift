@@ -29,7 +29,11 @@ public final class FeedService: Sendable {
 
     private let date: DateGenerator
     private let uuid: UUIDGenerator
+    /// Integer keys by text id. Users and posts are never deleted and their keys never change, so a key, once
+    /// read, stays true; the caches are bounded and simply cleared when full.
     private let userKeys = Locked<[String: Int64]>([:])
+    private let postKeys = Locked<[String: Int64]>([:])
+    private static let keyCacheLimit = 100_000
 
     /// Creates a service over an open store.
     ///
@@ -139,7 +143,7 @@ public final class FeedService: Sendable {
             results.reserveCapacity(commands.count)
             let likes = LikeRepository(db)
             for command in commands {
-                let keys = try likes.keys(userID: command.userID, postID: command.postID)
+                let keys = try cachedKeys(userID: command.userID, postID: command.postID, likes: likes)
                 let change: EventKind?
                 switch command.action {
                 case .like:
@@ -221,7 +225,25 @@ public final class FeedService: Sendable {
     func viewerKey(_ viewerID: String, db: Connection) throws -> Int64 {
         if let key = userKeys.withLock({ $0[viewerID] }) { return key }
         guard let key = try UserRepository(db).key(for: viewerID) else { throw FeedError.userNotFound(viewerID) }
-        userKeys.withLock { $0[viewerID] = key }
+        Self.remember(key, for: viewerID, in: userKeys)
         return key
+    }
+
+    /// The integer keys of a user and a post: from the caches, or one query that also proves both exist.
+    private func cachedKeys(userID: String, postID: String, likes: LikeRepository) throws -> (user: Int64, post: Int64) {
+        let user = userKeys.withLock { $0[userID] }
+        let post = postKeys.withLock { $0[postID] }
+        if let user, let post { return (user, post) }
+        let keys = try likes.keys(userID: userID, postID: postID)
+        Self.remember(keys.user, for: userID, in: userKeys)
+        Self.remember(keys.post, for: postID, in: postKeys)
+        return keys
+    }
+
+    private static func remember(_ key: Int64, for id: String, in cache: Locked<[String: Int64]>) {
+        cache.withLock { keys in
+            if keys.count >= keyCacheLimit { keys.removeAll(keepingCapacity: true) }
+            keys[id] = key
+        }
     }
 }

@@ -12,35 +12,29 @@ public struct EventLog {
     public init(_ db: Connection) { self.db = db }
 
     /// Appends an event and returns it with its new `seq`.
+    ///
+    /// `seq` is the new row's rowid (`sqlite3_last_insert_rowid`); a plain `INSERT` on a cached statement, without
+    /// `RETURNING`, which SQLite would run through an ephemeral table.
     public func append(kind: EventKind, userID: String, postID: String?, likeCount: Int?, at time: Date) throws -> EventRecord {
         let stamp = millis(time)
         let seq = try db.mapErrors {
-            try db.fetchOne(
-                "INSERT INTO events (kind, user_id, post_id, like_count, at) VALUES (?, ?, ?, ?, ?) RETURNING seq",
-                kind.rawValue, userID, postID, likeCount, stamp
-            ) { $0.int64(at: 0) }
+            try db.run(
+                "INSERT INTO events (kind, user_id, post_id, like_count, at) VALUES (?, ?, ?, ?, ?)",
+                kind.rawValue, userID, postID, likeCount, stamp)
+            return db.lastInsertRowID
         }
-        guard let seq else { throw StorageError.sqlite(SQLiteError(code: .error, message: "INSERT … RETURNING gave no seq")) }
         return EventRecord(seq: seq, kind: kind, userID: userID, postID: postID, likeCount: likeCount, at: date(millis: stamp))
     }
 
-    /// Appends a like or unlike event whose like count is read from the post in the same statement.
+    /// Appends a like or unlike event carrying the post's like count as it is now, inside the transaction that
+    /// changed it.
     ///
     /// - Precondition: `kind` is ``EventKind/liked`` or ``EventKind/unliked``.
     public func appendLikeChange(_ kind: EventKind, userID: String, postID: String, postKey: Int64, at time: Date) throws -> EventRecord {
         precondition(kind == .liked || kind == .unliked, "API Violation: appendLikeChange with \(kind)")
-        let stamp = millis(time)
-        let row = try db.mapErrors {
-            try db.fetchOne(
-                """
-                INSERT INTO events (kind, user_id, post_id, like_count, at)
-                VALUES (?, ?, ?, (SELECT like_count FROM posts WHERE post_key = ?), ?) RETURNING seq, like_count
-                """,
-                kind.rawValue, userID, postID, postKey, stamp
-            ) { ($0.int64(at: 0), $0.int(at: 1)) }
-        }
-        guard let row else { throw StorageError.sqlite(SQLiteError(code: .error, message: "INSERT … RETURNING gave no seq")) }
-        return EventRecord(seq: row.0, kind: kind, userID: userID, postID: postID, likeCount: row.1, at: date(millis: stamp))
+        let count = try db.mapErrors { try db.fetchInt64("SELECT like_count FROM posts WHERE post_key = ?", postKey) }
+        guard let count else { throw StorageError.postNotFound(postID) }
+        return try append(kind: kind, userID: userID, postID: postID, likeCount: Int(count), at: time)
     }
 
     /// Calls `body` for every event with `seq > after`, in order, up to `limit` events (all when `nil`).
@@ -61,13 +55,9 @@ public struct EventLog {
         return events
     }
 
-    /// The highest seq ever assigned (0 for an empty log), even if that event was pruned since.
+    /// The highest seq ever assigned (0 for an empty log). Pruning keeps the newest event, so this never goes back.
     public func lastSeq() throws -> Int64 {
-        try db.mapErrors {
-            let sequence = try db.fetchInt64("SELECT seq FROM sqlite_sequence WHERE name = 'events'") ?? 0
-            let maximum = try db.fetchInt64("SELECT max(seq) FROM events") ?? 0
-            return max(sequence, maximum)
-        }
+        try db.mapErrors { try db.fetchInt64("SELECT max(seq) FROM events") ?? 0 }
     }
 
     /// The lowest seq still in the log, or `nil` when the log is empty.
@@ -85,14 +75,18 @@ public struct EventLog {
         try db.mapErrors { try db.fetchInt64("SELECT pruned_through FROM log_state WHERE id = 1") ?? 0 }
     }
 
-    /// Deletes every event with `seq <= through` and records the pruning point.
+    /// Deletes every event with `seq <= through` — except the newest event of the log, which is always kept so that
+    /// no seq is ever reused — and records the pruning point.
     ///
     /// - Returns: the number of events deleted.
     @discardableResult
     public func prune(through seq: Int64) throws -> Int {
         try db.mapErrors {
-            let deleted = try db.run("DELETE FROM events WHERE seq <= ?", seq)
-            try db.run("UPDATE log_state SET pruned_through = max(pruned_through, ?) WHERE id = 1", seq)
+            let newest = try db.fetchInt64("SELECT max(seq) FROM events") ?? 0
+            let limit = min(seq, newest - 1)
+            guard limit > 0 else { return 0 }
+            let deleted = try db.run("DELETE FROM events WHERE seq <= ?", limit)
+            try db.run("UPDATE log_state SET pruned_through = max(pruned_through, ?) WHERE id = 1", limit)
             return deleted
         }
     }
