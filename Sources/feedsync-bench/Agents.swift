@@ -89,9 +89,11 @@ enum Agents {
         try service.store.write { db in
             try db.execute("CREATE TABLE IF NOT EXISTS agent_applied (subscriber TEXT NOT NULL, seq INTEGER NOT NULL)")
         }
-        let subscriber = DurableSubscriber(name: name, service: service, batchSize: 10, delivery: .transactional { event, db in
-            try db.run("INSERT INTO agent_applied (subscriber, seq) VALUES (?, ?)", name, event.seq)
-        })
+        let subscriber = DurableSubscriber(
+            name: name, service: service, batchSize: 10,
+            delivery: .transactional { event, db in
+                try db.run("INSERT INTO agent_applied (subscriber, seq) VALUES (?, ?)", name, event.seq)
+            })
         let printer = subscriber.signals.sink { signal in
             if case .caughtUp(let seq) = signal { emitLine("applied \(seq)") }
         }
