@@ -137,6 +137,17 @@ import Testing
         #expect(signals.values.first == .needsRebuild(cursor: 0, prunedThrough: 4))
     }
 
+    @Test func pruningEverythingKeepsTheNewestEventSoNoSeqIsReused() throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        let last = try #require(try service.toggle(userID: "user1", postID: "post1").seq)
+        #expect(try service.pruneEvents(through: last) == Int(last) - 1)
+        #expect(try service.events(after: 0).map(\.seq) == [last])
+        let next = try service.toggle(userID: "user1", postID: "post1")
+        #expect(next.seq == last + 1)
+        #expect(try service.check().isEmpty)
+    }
+
     @Test func pruningByAgeKeepsNewerEvents() throws {
         let dir = TemporaryDirectory()
         let clock = Box(Date(timeIntervalSince1970: 1_000))
