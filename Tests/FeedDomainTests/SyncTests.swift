@@ -239,6 +239,19 @@ import Testing
         #expect(feed.isRunning)
     }
 
+    @Test func releasingAFeedStopsItsThread() throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        weak var released: ChangeFeed?
+        do {
+            let feed = ChangeFeed(service: service)
+            try feed.start()
+            #expect(feed.isRunning)
+            released = feed
+        }
+        #expect(released == nil)
+    }
+
     @Test func inMemoryServiceHasNothingToFollow() throws {
         let service = try FeedService(store: try FeedStore.inMemory())
         #expect(throws: FeedError.self) { try ChangeFeed(service: service).start() }

@@ -84,14 +84,18 @@ public final class ChangeFeed: Sendable {
         let directory = (path as NSString).deletingLastPathComponent
         let watcher = FileChangeWatcher(directory: directory.isEmpty ? "." : directory, enabled: options.watchFiles)
         let box = ConnectionBox(connection)
+        let sharedState = state
         let started = state.withLock { state -> Bool in
             guard state.thread == nil else { return false }
             state.stopRequested = false
             state.watcher = watcher
             let finished = DispatchSemaphore(value: 0)
             state.finished = finished
-            let thread = Thread { [self] in
-                run(connection: box.take(), watcher: watcher)
+            // The thread holds what it needs, not the feed: a feed that is released stops its thread in deinit.
+            let thread = Thread { [sharedState, service, options, errorSubject] in
+                Self.run(
+                    connection: box.take(), watcher: watcher, state: sharedState, service: service, options: options,
+                    errors: errorSubject)
                 finished.signal()
             }
             thread.name = "FeedSync.ChangeFeed"
@@ -124,7 +128,10 @@ public final class ChangeFeed: Sendable {
 
     // MARK: - The watching thread
 
-    private func run(connection: Connection, watcher: FileChangeWatcher) {
+    private static func run(
+        connection: Connection, watcher: FileChangeWatcher, state: Locked<RunState>, service: FeedService,
+        options: Options, errors errorSubject: PassthroughPublisher<FeedError, Never>
+    ) {
         defer {
             connection.close()
             state.withLock { state in
