@@ -39,6 +39,7 @@ struct CLIError: Error, Sendable, Hashable {
         case .postAlreadyExists: "\(error). Choose another --id, or leave it out to generate one."
         case .invalidValue, .invalidLimit: "\(error)."
         case .storage(let storage): describe(storage)
+        case .databaseReplaced: "\(error)."
         }
     }
 

@@ -21,6 +21,9 @@ public enum FeedError: Error, Sendable, Hashable {
     case invalidLimit(Int, maximum: Int)
     /// The database failed; the storage error says how.
     case storage(StorageError)
+    /// The database file being followed was deleted or replaced by another file (its device and inode changed):
+    /// the follower keeps reading the old file and would never see the new one's changes. Reopen to follow it.
+    case databaseReplaced(path: String)
 
     /// The broad kind of failure, for exit statuses and retry decisions.
     public enum Category: Sendable, Hashable {
@@ -40,7 +43,7 @@ public enum FeedError: Error, Sendable, Hashable {
         case .storage(.constraintViolation), .storage(.userNotFound), .storage(.postNotFound),
             .storage(.userAlreadyExists), .storage(.postAlreadyExists):
             .data
-        case .storage: .database
+        case .storage, .databaseReplaced: .database
         }
     }
 
@@ -79,6 +82,8 @@ extension FeedError: CustomStringConvertible {
             value.isEmpty ? "invalid \(field): \(reason)" : "invalid \(field) \(FeedError.quoted(value)): \(reason)"
         case .invalidLimit(let limit, let maximum): "invalid limit \(limit): use 1 to \(maximum)"
         case .storage(let error): error.description
+        case .databaseReplaced(let path):
+            "the database file \(FeedError.quoted(path)) was deleted or replaced while it was followed; start again to follow the new file"
         }
     }
 
