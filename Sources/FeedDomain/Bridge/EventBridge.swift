@@ -23,8 +23,9 @@ public import FeedStorage
 /// Sinks run synchronously on the thread that committed the change (or, for changes from other processes, on
 /// the thread that read them from the log); use `receive(on:)` to move them.
 public final class EventBridge: Sendable {
-    private let likeEvent: EventPublisher<LikeEvent>
-    private let changeSubject = PassthroughPublisher<EventRecord, Never>()
+    // The subjects that send live only inside the sequencer's delivery closure and the sealed handles' subscribe
+    // closures: no stored property leads to them, so a `Mirror` walk over the bridge (or anything holding it)
+    // cannot reach a sender. The delivery closure takes an internal type, so it cannot be cast and called either.
     private let sealedLikes: AnyPublisher<LikeEvent, Never>
     private let sealedChanges: AnyPublisher<EventRecord, Never>
     let sequencer: EventSequencer
@@ -33,12 +34,12 @@ public final class EventBridge: Sendable {
     ///
     /// - Parameter logger: called once per like event, before delivery (seed 004's `EventPublisher` logger).
     public init(logger: @escaping @Sendable (LikeEvent) -> Void = { _ in }) {
-        likeEvent = EventPublisher(logger: logger)
+        let likeEvent = EventPublisher<LikeEvent>(logger: logger)
+        let changeSubject = PassthroughPublisher<EventRecord, Never>()
         sealedLikes = likeEvent.publisher()
         sealedChanges = changeSubject.sealed()
-        sequencer = EventSequencer()
-        sequencer.deliver = { [likeEvent, changeSubject] events in
-            for event in events {
+        sequencer = EventSequencer { batch in
+            for event in batch.events {
                 changeSubject.send(event)
                 switch event.kind {
                 case .liked: if let postID = event.postID { likeEvent.send(.liked(postID: postID)) }

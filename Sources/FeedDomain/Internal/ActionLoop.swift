@@ -1,26 +1,41 @@
-internal import Foundation
 internal import FeedPublishers
+internal import Foundation
 
-/// Runs a projection's actions one at a time, in order: reduce under the lock, then publish and run effects outside.
+/// Runs a projection's actions one at a time, in send order, on a ``SerialDrain`` at ``DrainLevel/projection``.
 ///
-/// An action sent from inside the loop (an effect's answer, an event delivered while a state subscriber runs) is
-/// queued and processed by the running loop before the outermost `send` returns; a `send` from another thread
-/// while the loop runs waits until its action was processed. So when `send` returns, the action and everything
-/// it caused have been applied.
+/// Processing an action reduces it (under the state lock), publishes the new state, runs the effects it asked for
+/// and processes their answers the same way, depth first, before the next queued action. All of it runs outside
+/// the drain's lock, on the thread that drains.
 ///
-/// `@unchecked Sendable`: `state`, `queue`, `processed`, `nextID`, `running` and `runningThread` are guarded by
-/// `condition`; `reduce` and `run` are immutable closures.
+/// `send` from a thread that runs no library callback waits until its action and everything it caused were
+/// applied. `send` from inside a callback — a state subscriber of this or another projection, an effect, a
+/// subscriber of the event bridge — never waits for another thread: when the loop is idle it runs the action at
+/// once on the calling thread; when the loop runs on another thread it queues the action, which that thread
+/// applies before its own `send` returns (see "Threading contract" in `Docs/Architecture.md`).
+///
+/// `@unchecked Sendable`: `state` is guarded by `stateLock`; the queue is guarded by the drain's lock; `reduce`,
+/// `run` and `publish` are immutable closures.
 final class ActionLoop<State: Sendable, Action: Sendable, Effect: Sendable>: @unchecked Sendable {
-    private let condition = NSCondition()
+    /// A queued action; internal, so the drain's closure cannot be cast and called from outside the module.
+    struct Queued {
+        let id: UInt64
+        let action: Action
+    }
+
+    /// A published state; internal for the same reason.
+    struct Snapshot {
+        let state: State
+    }
+
+    private let stateLock = NSLock()
     private var state: State
-    private var queue: [(id: UInt64, action: Action)] = []
-    private var nextID: UInt64 = 0
-    private var processed: UInt64 = 0
-    private var running = false
-    private var runningThread: pthread_t?
     private let reduce: @Sendable (inout State, Action) -> [Effect]
     private let run: @Sendable (Effect) -> Action?
-    let subject: CurrentValuePublisher<State, Never>
+    // The state subject is captured by these two closures only, so no stored property leads to a sender.
+    private let publish: @Sendable (Snapshot) -> Void
+    /// A read-only handle on the state subject.
+    let statePublisher: StatePublisher<State>
+    private var drain: SerialDrain<Backlog>!
 
     init(
         initial: State,
@@ -30,57 +45,79 @@ final class ActionLoop<State: Sendable, Action: Sendable, Effect: Sendable>: @un
         state = initial
         self.reduce = reduce
         self.run = run
-        subject = CurrentValuePublisher(initial)
+        let subject = CurrentValuePublisher<State, Never>(initial)
+        publish = { subject.send($0.state) }
+        statePublisher = StatePublisher(subject)
+        drain = SerialDrain(level: .projection, backlog: Backlog()) { [unowned self] queued in
+            self.process(queued.action)
+        }
     }
 
+    /// The current state.
     var current: State {
-        condition.lock()
-        defer { condition.unlock() }
+        stateLock.lock()
+        defer { stateLock.unlock() }
         return state
     }
 
+    /// Applies `action`; see the type's documentation for when this waits.
     func send(_ action: Action) {
-        condition.lock()
-        nextID += 1
-        let id = nextID
-        queue.append((id, action))
-        while processed < id {
-            if running {
-                if let runningThread, pthread_equal(runningThread, pthread_self()) != 0 { break }
-                condition.wait()
-            } else {
-                drain()
-            }
-        }
-        condition.unlock()
+        let id = drain.withBacklog { $0.append(action) }
+        drain.run(until: id)
     }
 
-    /// Called and returns with `condition` locked.
-    private func drain() {
-        running = true
-        runningThread = pthread_self()
-        while !queue.isEmpty {
-            let (id, action) = queue.removeFirst()
-            let effects = reduce(&state, action)
+    private func process(_ action: Action) {
+        var pending = [action]
+        while let next = pending.popLast() {
+            stateLock.lock()
+            let effects = reduce(&state, next)
             let snapshot = state
-            condition.unlock()
-            subject.send(snapshot)
+            stateLock.unlock()
+            publish(Snapshot(state: snapshot))
             var answers: [Action] = []
             for effect in effects {
                 if let answer = run(effect) { answers.append(answer) }
             }
-            condition.lock()
-            // Answers go first: they belong to the action just processed. They carry id 0: nobody waits on them,
-            // and external actions keep being processed in send order, so `processed` only grows.
-            for answer in answers.reversed() {
-                queue.insert((0, answer), at: 0)
-            }
-            if id > 0 { processed = id }
-            condition.broadcast()
+            // Answers belong to the action just processed: they go before anything queued, in effect order.
+            pending.append(contentsOf: answers.reversed())
         }
-        processed = nextID
-        running = false
-        runningThread = nil
-        condition.broadcast()
+    }
+
+    struct Backlog: DrainBacklog {
+        private var queue: [Queued] = []
+        private var head = 0
+        private var nextID: UInt64 = 0
+        private var processed: UInt64 = 0
+
+        mutating func append(_ action: Action) -> UInt64 {
+            nextID += 1
+            queue.append(Queued(id: nextID, action: action))
+            return nextID
+        }
+
+        mutating func next() -> Queued? {
+            guard head < queue.count else {
+                if head > 0 {
+                    queue.removeAll(keepingCapacity: true)
+                    head = 0
+                }
+                return nil
+            }
+            let item = queue[head]
+            head += 1
+            if head > 1024 && head * 2 > queue.count {
+                queue.removeFirst(head)
+                head = 0
+            }
+            return item
+        }
+
+        mutating func finish(_ work: Queued) {
+            processed = work.id
+        }
+
+        func isDone(_ ticket: UInt64) -> Bool {
+            processed >= ticket
+        }
     }
 }

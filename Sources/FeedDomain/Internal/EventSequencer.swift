@@ -1,133 +1,122 @@
-internal import Foundation
 internal import FeedStorage
+internal import Foundation
 
-/// Delivers committed events in seq order, each once, even when several threads commit at once.
+/// Delivers committed events in seq order, each once, whichever thread or process committed them.
 ///
-/// Writers ``reserve(after:)`` a slot while they hold the database's write lock, so slots are queued in commit
-/// order; after the commit they ``complete(_:with:)`` the slot, or ``cancel(_:)`` it after a rollback. Whichever
-/// thread finds the head of the queue complete delivers from it, outside every lock, until it meets an incomplete
-/// slot. A writer returns only once its own events were delivered, so "the command returned" implies "every
-/// subscriber saw it" — except when the writer runs inside a subscriber's callback (a nested delivery), where its
-/// events follow right after the current one.
+/// Committed seqs are dense: `seq` is the `events` row's rowid, allocated as `max + 1` inside the writing
+/// transaction, and pruning removes only the oldest rows and keeps the newest. So a read of "every event after
+/// `s`" at one snapshot is the complete set of events in `(s, last]`, and so is what a writer appended plus the
+/// gap it read from the log inside its transaction. Every source hands the sequencer such a complete **range**:
 ///
-/// `@unchecked Sendable`: every stored property except `deliver` is guarded by `condition`; `deliver` is set once,
-/// before the sequencer is shared.
-final class EventSequencer: @unchecked Sendable {
-    struct Ticket: Hashable { let id: UInt64 }
-
-    private struct Slot {
-        let ticket: Ticket
-        var events: [EventRecord]?
+/// - a local writer, after `COMMIT` but before it releases the writer connection: its own events, plus the
+///   events between the highest seq already known and its first one (other processes' commits), read in the
+///   same transaction;
+/// - ``FeedService/publishCommittedEvents(batchSize:)`` (the change feed, or an app catching up): the events
+///   after the highest known seq, read on a reader connection — without the writer's lock, so a local writer
+///   stuck behind another process's long transaction never holds it up.
+///
+/// Each new range starts at or below the highest seq known when it was read, so the union of all ranges has no
+/// hole: whatever is known can always be delivered. Ranges may overlap (the change feed may read a local
+/// writer's events before that writer hands them over); the sequencer delivers each seq once, in order.
+///
+/// A failed `COMMIT` hands over nothing, so a seq that was never committed is never marked as delivered, and the
+/// next event that takes it — from this process or another — is delivered.
+///
+/// Delivery runs on a ``SerialDrain`` at ``DrainLevel/delivery``: whichever submitter finds no one delivering
+/// delivers, outside every lock, until nothing is ready; others wait for their range unless the wait rule says
+/// not to (they are themselves inside a delivery or a projection loop callback on a lower-or-equal level).
+final class EventSequencer: Sendable {
+    /// A batch of events handed to the delivering thread; internal so that no outside code can name it.
+    struct Batch {
+        let events: ArraySlice<EventRecord>
+        let through: Int64
     }
 
-    private let condition = NSCondition()
-    private var slots: [Slot] = []
-    private var head = 0
-    private var nextTicket: UInt64 = 0
-    private var draining = false
-    private var drainingThread: pthread_t?
-    private var delivered: UInt64 = 0
-    private var queuedSeq: Int64 = -1
-    private var deliveredSeq: Int64 = 0
-    var deliver: ([EventRecord]) -> Void = { _ in }
+    private let drain: SerialDrain<Backlog>
 
-    /// The highest seq queued for delivery, or `nil` before the first reservation has been given a baseline.
-    var lastQueuedSeq: Int64? {
-        condition.lock()
-        defer { condition.unlock() }
-        return queuedSeq < 0 ? nil : queuedSeq
+    /// - Parameter deliver: called with each batch of events, in seq order, on the delivering thread.
+    init(deliver: @escaping @Sendable (Batch) -> Void) {
+        drain = SerialDrain(level: .delivery, backlog: Backlog(), process: deliver)
     }
 
+    /// The highest seq handed to subscribers (or being handed now); 0 before the first.
     var lastDeliveredSeq: Int64 {
-        condition.lock()
-        defer { condition.unlock() }
-        return deliveredSeq
+        drain.withBacklog { max($0.delivered, 0) }
+    }
+
+    /// The highest seq known to the sequencer (submitted, in delivery, or delivered), or `nil` before a baseline.
+    var highestKnownSeq: Int64? {
+        drain.withBacklog { $0.known < 0 ? nil : $0.known }
     }
 
     /// Sets the seq after which delivery starts, if none was set yet.
     func setBaseline(_ seq: Int64) {
-        condition.lock()
-        if queuedSeq < 0 {
-            queuedSeq = seq
-            deliveredSeq = seq
+        drain.withBacklog { backlog in
+            guard backlog.known < 0 else { return }
+            backlog.known = seq
+            backlog.taken = seq
+            backlog.delivered = seq
         }
-        condition.unlock()
     }
 
-    /// Reserves the next slot; call while holding the write lock. `events` are appended later by ``complete``.
-    func reserve() -> Ticket {
-        condition.lock()
-        defer { condition.unlock() }
-        nextTicket += 1
-        let ticket = Ticket(id: nextTicket)
-        slots.append(Slot(ticket: ticket, events: nil))
-        return ticket
+    /// Hands over the complete range `(after, through]` of committed events.
+    ///
+    /// - Returns: how many of `events` were not known before (the rest overlapped earlier ranges).
+    @discardableResult
+    func submit(after: Int64, through: Int64, events: [EventRecord]) -> Int {
+        drain.withBacklog { $0.submit(after: after, through: through, events: events) }
     }
 
-    /// Records that the events up to `seq` are queued (call under the write lock, with the reservation).
-    func markQueued(through seq: Int64) {
-        condition.lock()
-        if seq > queuedSeq { queuedSeq = seq }
-        condition.unlock()
+    /// Delivers what is ready until every event up to `seq` went out, or returns early when the caller runs
+    /// inside a delivery or a projection callback that must not wait (see ``SerialDrain/run(until:)``).
+    ///
+    /// - Returns: whether every event up to `seq` was delivered when it returned.
+    @discardableResult
+    func deliver(through seq: Int64) -> Bool {
+        drain.run(until: seq)
     }
 
-    /// Completes a slot with its committed events, delivers what is ready, and waits until the slot was delivered.
-    func complete(_ ticket: Ticket, with events: [EventRecord]) {
-        condition.lock()
-        if let index = slots[head...].firstIndex(where: { $0.ticket == ticket }) {
-            slots[index].events = events
+    // MARK: - Backlog
+
+    struct Backlog: DrainBacklog {
+        struct Range {
+            let after: Int64
+            let through: Int64
+            let events: [EventRecord]
         }
-        drainOrWait(for: ticket)
-    }
 
-    /// Drops a slot whose transaction rolled back.
-    func cancel(_ ticket: Ticket) {
-        complete(ticket, with: [])
-    }
+        /// The highest seq delivered (every callback for it returned).
+        var delivered: Int64 = -1
+        /// The highest seq handed to the delivering thread.
+        var taken: Int64 = -1
+        /// The highest seq of any range submitted.
+        var known: Int64 = -1
+        /// Ranges not yet handed over, in submission order (a handful at most: one per concurrent writer).
+        var ranges: [Range] = []
 
-    /// Called with `condition` locked; returns with it unlocked once `ticket` was delivered (or is due next in the
-    /// current thread's own delivery loop).
-    private func drainOrWait(for ticket: Ticket) {
-        while delivered < ticket.id {
-            if draining {
-                if let drainingThread, pthread_equal(drainingThread, pthread_self()) != 0 {
-                    // Nested inside a subscriber's callback on the delivering thread: its loop delivers this next.
-                    break
-                }
-                condition.wait()
-            } else if head < slots.count, slots[head].events != nil {
-                drain()
-            } else {
-                // An earlier slot is still open; its writer delivers ours when it completes.
-                condition.wait()
-            }
+        mutating func submit(after: Int64, through: Int64, events: [EventRecord]) -> Int {
+            guard through > known else { return 0 }
+            let previous = known
+            ranges.append(Range(after: after, through: through, events: events))
+            known = through
+            return events.count - (events.firstIndex { $0.seq > previous } ?? events.count)
         }
-        condition.unlock()
-    }
 
-    /// Delivers complete slots from the head, outside the lock. Called and returns with `condition` locked.
-    private func drain() {
-        draining = true
-        drainingThread = pthread_self()
-        while head < slots.count, let events = slots[head].events {
-            let ticketID = slots[head].ticket.id
-            // Nothing reads a slot behind `head`: drop its events now rather than at the next compaction, which
-            // comes only after 1024 transactions (with batched commands, up to 1024 × batch events retained).
-            slots[head].events = []
-            head += 1
-            if head > 1024 && head * 2 > slots.count {
-                slots.removeFirst(head)
-                head = 0
-            }
-            condition.unlock()
-            deliver(events)
-            condition.lock()
-            delivered = ticketID
-            if let last = events.last?.seq, last > deliveredSeq { deliveredSeq = last }
-            condition.broadcast()
+        mutating func next() -> Batch? {
+            ranges.removeAll { $0.through <= taken }
+            guard let index = ranges.firstIndex(where: { $0.after <= taken }) else { return nil }
+            let range = ranges.remove(at: index)
+            let start = range.events.firstIndex { $0.seq > taken } ?? range.events.endIndex
+            taken = range.through
+            return Batch(events: range.events[start...], through: range.through)
         }
-        draining = false
-        drainingThread = nil
-        condition.broadcast()
+
+        mutating func finish(_ work: Batch) {
+            if work.through > delivered { delivered = work.through }
+        }
+
+        func isDone(_ ticket: Int64) -> Bool {
+            delivered >= ticket
+        }
     }
 }

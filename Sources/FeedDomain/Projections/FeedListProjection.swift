@@ -91,7 +91,7 @@ public final class FeedListProjection: Sendable {
     }
 
     /// The whole state as a read-only current-value publisher.
-    public var state: StatePublisher<State> { StatePublisher(loop.subject) }
+    public var state: StatePublisher<State> { loop.statePublisher }
 
     /// Applies an action, runs the effects it asks for and applies their answers, then returns.
     public func send(_ action: Action) {

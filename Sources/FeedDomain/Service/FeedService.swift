@@ -181,29 +181,46 @@ public final class FeedService: Sendable {
     // MARK: - Internals
 
     /// Runs `body` in a write transaction, then publishes the events it appended (plus any other process's events
-    /// committed since the last published one) in seq order, after the commit.
+    /// committed since the highest seq known here) in seq order, after the commit.
+    ///
+    /// The committed range is handed to the sequencer while the writer connection is still held, so local ranges
+    /// reach it in commit order; a failed `COMMIT` hands over nothing. Delivery happens after the writer is
+    /// released: subscribers' callbacks may run commands of their own. The call returns once the events were
+    /// delivered — unless it runs inside a delivery or a projection callback that must not wait (see
+    /// ``SerialDrain``), where the delivering thread sends them right after the current callbacks.
     func commit<T>(value: String?, _ body: (Connection, inout [EventRecord]) throws -> T) throws(FeedError) -> T {
         let sequencer = bridge.sequencer
-        var ticket: EventSequencer.Ticket?
-        var events: [EventRecord] = []
+        var ticket: Int64?
+        let result: T
         do {
-            let result = try store.write { db in
-                ticket = sequencer.reserve()
-                let result = try body(db, &events)
-                if let first = events.first?.seq, let queued = sequencer.lastQueuedSeq, first > queued + 1 {
-                    // Another process committed in between: its events go out first, in order.
-                    let missing = try EventLog(db).events(after: queued, limit: Int(first - queued - 1))
-                    events.insert(contentsOf: missing, at: 0)
+            result = try store.database.writeWithoutTransaction { db in
+                var events: [EventRecord] = []
+                var after: Int64 = 0
+                let result = try db.transaction(.immediate) { db in
+                    let result = try body(db, &events)
+                    guard let first = events.first?.seq else { return result }
+                    after = first - 1
+                    if let known = sequencer.highestKnownSeq, known < after {
+                        // Other processes committed since the highest seq known here: their events go out first.
+                        let missing = try EventLog(db).events(after: known, limit: Int(after - known))
+                        events.insert(contentsOf: missing, at: 0)
+                        after = known
+                    }
+                    return result
                 }
-                if let last = events.last?.seq { sequencer.markQueued(through: last) }
+                if let last = events.last?.seq {
+                    sequencer.submit(after: after, through: last, events: events)
+                    ticket = last
+                }
                 return result
             }
-            if let ticket { sequencer.complete(ticket, with: events) }
-            return result
+        } catch let error as SQLiteError {
+            throw FeedError(StorageError(error, path: store.path), value: value)
         } catch {
-            if let ticket { sequencer.cancel(ticket) }
             throw FeedError.wrap(error, value: value)
         }
+        if let ticket { sequencer.deliver(through: ticket) }
+        return result
     }
 
     func validateID(_ id: String, field: String) throws(FeedError) {

@@ -17,24 +17,21 @@ extension FeedService {
         let sequencer = bridge.sequencer
         var total = 0
         while true {
-            var ticket: EventSequencer.Ticket?
-            var events: [EventRecord] = []
+            guard let known = sequencer.highestKnownSeq else { return total }
+            let events: [EventRecord]
             do {
-                // Under the writer's lock, so local commits cannot interleave: the queue stays in seq order.
-                try store.database.writeWithoutTransaction { db in
-                    guard let queued = sequencer.lastQueuedSeq else { return }
-                    events = try EventLog(db).events(after: queued, limit: batchSize)
-                    guard let last = events.last?.seq else { return }
-                    ticket = sequencer.reserve()
-                    sequencer.markQueued(through: last)
-                }
+                // On a reader connection, not the writer: a local writer waiting for another process's lock must
+                // not hold up what other processes already committed. One query is one snapshot, so the events
+                // after `known` form a complete range.
+                events = try store.unsafeRead { db in try EventLog(db).events(after: known, limit: batchSize) }
+            } catch let error as SQLiteError {
+                throw FeedError(StorageError(error, path: store.path))
             } catch {
-                if let ticket { sequencer.cancel(ticket) }
                 throw FeedError.wrap(error)
             }
-            guard let ticket else { return total }
-            sequencer.complete(ticket, with: events)
-            total += events.count
+            guard let last = events.last?.seq else { return total }
+            total += sequencer.submit(after: known, through: last, events: events)
+            sequencer.deliver(through: last)
             if events.count < batchSize { return total }
         }
     }
