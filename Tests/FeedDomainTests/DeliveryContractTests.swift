@@ -1,0 +1,181 @@
+import FeedDependencies
+@testable import FeedDomain
+import FeedPublishers
+import FeedSQLite
+import FeedStorage
+import FeedTestSupport
+import Foundation
+import Testing
+
+/// The threading contract of delivery and projections (`Docs/Architecture.md`, "Threading contract"), each rule
+/// driven deterministically: the interleaving that used to deadlock is forced with semaphores, and every wait has a
+/// bound, so a regression fails instead of hanging.
+@Suite struct DeliveryContractTests {
+    /// The issue-11 cycle, forced: thread B runs a detail projection's like effect; thread A delivers another
+    /// commit's event to that projection while B's effect is still running; B's effect then commits and waits for
+    /// delivery. Before the fix, A waited for B's loop and B for A's delivery, forever.
+    @Test func deliveryIntoAProjectionBusyOnAnotherThreadDoesNotWaitForIt() throws {
+        let dir = try TemporaryDirectory()
+        let service = try makeService(in: dir)
+        let effectEntered = DispatchSemaphore(value: 0)
+        let deliveredPastProjection = DispatchSemaphore(value: 0)
+        var client = FeedClient.live(service)
+        client.toggle = { userID, postID throws(FeedError) in
+            effectEntered.signal()
+            // Hold the effect until A's delivery went past the projection's sink (bounded: never hang the suite).
+            _ = deliveredPastProjection.wait(timeout: .now() + 10)
+            return try service.toggle(userID: userID, postID: postID)
+        }
+        try withDependencies {
+            $0.feedClient = client
+        } operation: { () throws in
+            let detail = PostDetailProjection(postID: "post1", viewerID: "user1")
+            detail.send(.load)
+            // Subscribed after the projection, so it runs after the projection's sink in each delivery.
+            let marker = service.bridge.changes.sink { event in
+                if event.userID == "user2" { deliveredPastProjection.signal() }
+            }
+            defer { marker.cancel() }
+
+            let bothDone = DispatchGroup()
+            bothDone.enter()
+            Thread.detachNewThread {
+                detail.send(.toggle)  // B: the like effect
+                bothDone.leave()
+            }
+            #expect(effectEntered.wait(timeout: .now() + 10) == .success)
+            bothDone.enter()
+            let errorBox = LockedLog<String>()
+            Thread.detachNewThread {
+                do {
+                    try service.like(userID: "user2", postID: "post1")  // A: delivers while B's effect runs
+                } catch {
+                    errorBox.append("\(error)")
+                }
+                bothDone.leave()
+            }
+            #expect(bothDone.wait(timeout: .now() + 20) == .success, "the two threads deadlocked")
+            #expect(errorBox.values.isEmpty)
+            // Quiescent: the projection equals the database.
+            let truth = try service.post(id: "post1", viewerID: "user1")
+            #expect(detail(\.liked) == truth.liked)
+            #expect(detail(\.likeCount) == truth.post.likeCount)
+            #expect(detail(\.likeCount) == 2)
+        }
+    }
+
+    /// A command run from inside a delivery callback cannot wait for its own delivery (the calling thread is the
+    /// one delivering): it returns at once, and its events follow right after the current ones, in seq order.
+    @Test func commandInsideADeliveryReturnsAndItsEventFollowsInOrder() throws {
+        let dir = try TemporaryDirectory()
+        let service = try makeService(in: dir)
+        let seen = Recorder(service.bridge.changes.map(\.seq))
+        let nested = service.bridge.changes.sink { event in
+            if event.userID == "user1", event.kind == .liked {
+                _ = try? service.like(userID: "user2", postID: event.postID ?? "")
+            }
+        }
+        defer { nested.cancel() }
+        let first = try service.like(userID: "user1", postID: "post1")
+        #expect(seen.wait { $0.count >= 2 })
+        let seqs = seen.values
+        #expect(seqs == [first.seq!, first.seq! + 1])
+        #expect(service.bridge.lastDeliveredSeq == first.seq! + 1)
+    }
+
+    /// `send` on a projection from inside a subscriber of the bridge (an app reacting to a change) applies the
+    /// action at once when the projection is idle, on the delivering thread.
+    @Test func sendFromADeliveryToAnIdleProjectionAppliesAtOnce() throws {
+        let dir = try TemporaryDirectory()
+        let service = try makeService(in: dir)
+        try withDependencies {
+            $0.feedClient = .live(service)
+        } operation: { () throws in
+            let feed = FeedListProjection(viewerID: "user1")
+            let refresher = service.bridge.changes.sink { event in
+                if event.kind == .postCreated { feed.send(.refresh) }
+            }
+            defer { refresher.cancel() }
+            try service.createPost(id: "post9", authorID: "user2", body: "new")
+            #expect(feed(\.posts).map(\.id).contains("post9"))
+            #expect(feed(\.isLoading) == false)
+        }
+    }
+
+    /// A `COMMIT` that fails hands nothing to the sequencer: the seq it would have taken is reused by the next
+    /// commit (here another process's), and that event is delivered, not skipped.
+    @Test func failedCommitDoesNotSkipTheSeqWhenAnotherProcessReusesIt() throws {
+        let dir = try TemporaryDirectory()
+        let service = try makeService(in: dir)
+        let before = service.bridge.lastDeliveredSeq
+        let seen = Recorder(service.bridge.changes.map(\.seq))
+        // The foreign-key violation is deferred to COMMIT, so the body succeeds and COMMIT fails.
+        #expect(throws: FeedError.self) {
+            try service.commit(value: nil) { db, events in
+                try db.execute("PRAGMA defer_foreign_keys = ON")
+                events.append(
+                    try EventLog(db).append(kind: .liked, userID: "user1", postID: "post1", likeCount: 1, at: Date()))
+                _ = try db.run("INSERT INTO likes (user_key, post_key, created_at) VALUES (?, ?, ?)", Int64(999), Int64(999), Int64(0))
+            }
+        }
+        #expect(service.bridge.lastDeliveredSeq == before)
+        // "Another process": a second service with its own connections and bridge on the same file.
+        let other = try FeedService(path: dir.file("feed.sqlite"))
+        let foreign = try other.like(userID: "user3", postID: "post2")
+        #expect(foreign.seq == before + 1, "the failed commit's seq is reused")
+        #expect(try service.publishCommittedEvents() == 1)
+        #expect(seen.values == [before + 1])
+        // And this process's next command follows it.
+        let next = try service.like(userID: "user2", postID: "post3")
+        #expect(seen.values == [before + 1, next.seq!])
+    }
+
+    /// A local commit does not wait for the change feed's read, and the change feed's read does not wait for a
+    /// local writer: reading other processes' events uses a reader connection while the writer is held.
+    @Test func publishingOtherProcessesEventsDoesNotNeedTheWriter() throws {
+        let dir = try TemporaryDirectory()
+        let service = try makeService(in: dir)
+        let other = try FeedService(path: dir.file("feed.sqlite"))
+        let foreign = try other.like(userID: "user3", postID: "post2")
+        let published = LockedLog<Int>()
+        let done = DispatchSemaphore(value: 0)
+        // Hold this process's writer connection while another thread publishes.
+        try service.store.database.writeWithoutTransaction { _ in
+            Thread.detachNewThread {
+                published.append((try? service.publishCommittedEvents()) ?? -1)
+                done.signal()
+            }
+            #expect(done.wait(timeout: .now() + 10) == .success, "publishing waited for the writer connection")
+        }
+        #expect(published.values == [1])
+        #expect(service.bridge.lastDeliveredSeq == foreign.seq!)
+    }
+
+    /// Overlapping ranges (the change feed read a local commit's event before the writer handed it over) are
+    /// delivered once each, in order.
+    @Test func overlappingRangesDeliverEachSeqOnceInOrder() {
+        let delivered = LockedLog<Int64>()
+        let sequencer = EventSequencer { batch in
+            for event in batch.events { delivered.append(event.seq) }
+        }
+        sequencer.setBaseline(10)
+        func events(_ seqs: ClosedRange<Int64>) -> [EventRecord] {
+            seqs.map {
+                EventRecord(seq: $0, kind: .liked, userID: "u", postID: "p", likeCount: 1, at: Date(timeIntervalSince1970: 0))
+            }
+        }
+        // A local writer hands over 11...12; the change feed, which read the log after 10 before that, hands
+        // over 11...13: only 13 is new, and every seq goes out once, in order.
+        #expect(sequencer.submit(after: 10, through: 12, events: events(11...12)) == 2)
+        #expect(sequencer.submit(after: 10, through: 13, events: events(11...13)) == 1)
+        #expect(sequencer.highestKnownSeq == 13)
+        #expect(sequencer.deliver(through: 12))
+        #expect(delivered.values == [11, 12, 13])
+        // A range entirely known already adds nothing.
+        #expect(sequencer.submit(after: 11, through: 13, events: events(12...13)) == 0)
+        #expect(sequencer.submit(after: 13, through: 15, events: events(14...15)) == 2)
+        #expect(sequencer.deliver(through: 15))
+        #expect(delivered.values == [11, 12, 13, 14, 15])
+        #expect(sequencer.lastDeliveredSeq == 15)
+    }
+}
