@@ -15,7 +15,7 @@ import Testing
     /// commit's event to that projection while B's effect is still running; B's effect then commits and waits for
     /// delivery. Before the fix, A waited for B's loop and B for A's delivery, forever.
     @Test func deliveryIntoAProjectionBusyOnAnotherThreadDoesNotWaitForIt() throws {
-        let dir = try TemporaryDirectory()
+        let dir = TemporaryDirectory()
         let service = try makeService(in: dir)
         let effectEntered = DispatchSemaphore(value: 0)
         let deliveredPastProjection = DispatchSemaphore(value: 0)
@@ -67,7 +67,7 @@ import Testing
     /// A command run from inside a delivery callback cannot wait for its own delivery (the calling thread is the
     /// one delivering): it returns at once, and its events follow right after the current ones, in seq order.
     @Test func commandInsideADeliveryReturnsAndItsEventFollowsInOrder() throws {
-        let dir = try TemporaryDirectory()
+        let dir = TemporaryDirectory()
         let service = try makeService(in: dir)
         let seen = Recorder(service.bridge.changes.map(\.seq))
         let nested = service.bridge.changes.sink { event in
@@ -86,7 +86,7 @@ import Testing
     /// `send` on a projection from inside a subscriber of the bridge (an app reacting to a change) applies the
     /// action at once when the projection is idle, on the delivering thread.
     @Test func sendFromADeliveryToAnIdleProjectionAppliesAtOnce() throws {
-        let dir = try TemporaryDirectory()
+        let dir = TemporaryDirectory()
         let service = try makeService(in: dir)
         try withDependencies {
             $0.feedClient = .live(service)
@@ -105,7 +105,7 @@ import Testing
     /// A `COMMIT` that fails hands nothing to the sequencer: the seq it would have taken is reused by the next
     /// commit (here another process's), and that event is delivered, not skipped.
     @Test func failedCommitDoesNotSkipTheSeqWhenAnotherProcessReusesIt() throws {
-        let dir = try TemporaryDirectory()
+        let dir = TemporaryDirectory()
         let service = try makeService(in: dir)
         let before = service.bridge.lastDeliveredSeq
         let seen = Recorder(service.bridge.changes.map(\.seq))
@@ -133,7 +133,7 @@ import Testing
     /// A local commit does not wait for the change feed's read, and the change feed's read does not wait for a
     /// local writer: reading other processes' events uses a reader connection while the writer is held.
     @Test func publishingOtherProcessesEventsDoesNotNeedTheWriter() throws {
-        let dir = try TemporaryDirectory()
+        let dir = TemporaryDirectory()
         let service = try makeService(in: dir)
         let other = try FeedService(path: dir.file("feed.sqlite"))
         let foreign = try other.like(userID: "user3", postID: "post2")
