@@ -16,6 +16,13 @@ public struct Configuration: Sendable {
     public var busyMode: BusyMode = .timeout(.seconds(5))
     /// Whether the database is opened read-only: no writer connection, every access is a read.
     public var readOnly = false
+    /// For a read-only database file: whether it also keeps one read-write connection open, running no statement
+    /// after validation, so that closing the database removes the `-wal` and `-shm` files that reading a WAL
+    /// database creates. SQLite removes them when the last connection closes, which a read-only connection cannot
+    /// do. That connection never creates the file and never changes the journal mode; as the last connection it
+    /// checkpoints into the file what other connections committed, as every closing writer does. A file it cannot
+    /// open read-write is still read. Ignored unless ``readOnly``; off by default.
+    public var removesWALFilesOnClose = false
     /// The largest number of concurrent reader connections a ``Database`` opens.
     public var maximumReaderCount = 4
     /// Optional page cache size per connection in KiB (`PRAGMA cache_size = -N`); `nil` keeps SQLite's default.

@@ -9,13 +9,15 @@ internal import Foundation
 ///
 /// Every connection is opened in SQLite's multi-thread mode (the owner serializes access), with extended result
 /// codes, `foreign_keys=ON` and the configured busy policy. Writers also use `journal_mode=WAL` and
-/// `synchronous=NORMAL`.
+/// `synchronous=NORMAL`; nothing that writes runs before the schema has been read (see
+/// ``Database/init(location:configuration:validate:)`` for a check at that point).
 ///
 /// Related SQLite documentation: <https://www.sqlite.org/c3ref/sqlite3.html>
 public final class Connection {
     /// Where a connection's database lives.
     public enum Location: Sendable, Hashable {
-        /// A database file at this path.
+        /// A database file at this path, taken literally: never as a SQLite URI (`file:…`) nor as `:memory:`.
+        /// A relative path is relative to the working directory; an empty path cannot be opened.
         case file(String)
         /// A private in-memory database, gone when its connection closes.
         case inMemory
@@ -44,16 +46,51 @@ public final class Connection {
     ///   - readOnly: open without write access; the file must exist.
     ///   - configuration: busy policy and cache size.
     /// - Throws: ``SQLiteError`` when the file cannot be opened or configured; the handle is closed again.
-    public init(location: Location, readOnly: Bool = false, configuration: Configuration = Configuration()) throws(SQLiteError) {
+    public convenience init(
+        location: Location, readOnly: Bool = false, configuration: Configuration = Configuration()
+    ) throws(SQLiteError) {
+        try self.init(location: location, access: readOnly ? .readOnly : .readWrite, configuration: configuration)
+        if !readOnly {
+            do {
+                try prepareForWriting(configuration: configuration)
+            } catch {
+                close()
+                throw error
+            }
+        }
+    }
+
+    /// How a connection opens its file.
+    enum Access {
+        /// `SQLITE_OPEN_READONLY`.
+        case readOnly
+        /// `SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE`; a missing file is created with mode 0600.
+        case readWrite
+        /// `SQLITE_OPEN_READWRITE` without create: a missing file is `SQLITE_CANTOPEN`, a write-protected one is
+        /// opened read-only by SQLite.
+        case readWriteExisting
+    }
+
+    /// Opens a connection and sets it up without writing anything: busy policy, `foreign_keys`, a read of the
+    /// schema (which surfaces `SQLITE_NOTADB`) and the cache size. ``prepareForWriting(configuration:)`` does the
+    /// rest for a writer.
+    init(location: Location, access: Access, configuration: Configuration) throws(SQLiteError) {
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
-        flags |= readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+        switch access {
+        case .readOnly: flags |= SQLITE_OPEN_READONLY
+        case .readWrite: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+        case .readWriteExisting: flags |= SQLITE_OPEN_READWRITE
+        }
         let path: String
+        let shownPath: String
         switch location {
         case .file(let filePath):
-            path = filePath
-            if !readOnly { Connection.createOwnerOnlyFileIfMissing(filePath) }
+            path = Connection.literalFilename(filePath)
+            shownPath = filePath
+            if access == .readWrite { Connection.createOwnerOnlyFileIfMissing(path) }
         case .inMemory:
             path = ":memory:"
+            shownPath = path
         }
         var pointer: OpaquePointer?
         let code = sqlite3_open_v2(path, &pointer, flags, nil)
@@ -61,13 +98,13 @@ public final class Connection {
         if code != SQLITE_OK {
             let error = SQLiteError(
                 code: ResultCode(rawValue: sqlite3_extended_errcode(pointer)),
-                message: String(cString: sqlite3_errmsg(pointer)) + " (\(path))")
+                message: String(cString: sqlite3_errmsg(pointer)) + " (\(shownPath))")
             sqlite3_close_v2(pointer)
             throw error
         }
         self.handle = pointer
         self.location = location
-        self.isReadOnly = readOnly
+        self.isReadOnly = access == .readOnly
         sqlite3_extended_result_codes(pointer, 1)
         do {
             try setUp(configuration: configuration)
@@ -123,7 +160,12 @@ public final class Connection {
             // PRAGMA takes no parameters; the value is an integer from the configuration, not text input.
             try execute("PRAGMA cache_size = " + String(-abs(kib)))
         }
-        if !isReadOnly, case .file = location {
+    }
+
+    /// Makes a writer of a connection opened by ``init(location:access:configuration:)``: switches a file to WAL
+    /// (the first step that may write the file) and sets `synchronous = NORMAL`.
+    func prepareForWriting(configuration: Configuration) throws(SQLiteError) {
+        if case .file = location {
             // Switching to WAL needs an exclusive lock for an instant; retry within the busy policy's bound.
             // https://www.sqlite.org/wal.html#activating_and_configuring_wal_mode
             try withBusyRetry(timeout: configuration.busyTimeout) { () throws(SQLiteError) in
@@ -133,9 +175,7 @@ public final class Connection {
                 }
             }
         }
-        if !isReadOnly {
-            try execute("PRAGMA synchronous = NORMAL")
-        }
+        try execute("PRAGMA synchronous = NORMAL")
     }
 
     /// Retries `body` while it fails with BUSY/LOCKED, sleeping briefly, until `timeout` has elapsed.
@@ -286,6 +326,14 @@ public final class Connection {
 
     func checkAccess() {
         precondition(isAccessible, "API Violation: a database connection was used outside the closure it was handed to")
+    }
+
+    /// The name to hand to `sqlite3_open_v2` for the file at `path`: a relative path gets a `./` prefix, so that
+    /// SQLite never reads it as a URI (`file:…`, which this build's SQLite honours even without
+    /// `SQLITE_OPEN_URI`) or as `:memory:`, and an empty path becomes `./`, which cannot be opened, instead of
+    /// SQLite's private temporary database.
+    static func literalFilename(_ path: String) -> String {
+        path.hasPrefix("/") ? path : "./" + path
     }
 
     /// Creates `path` with mode 0600 if it does not exist, so SQLite (and its -wal/-shm files) inherit owner-only

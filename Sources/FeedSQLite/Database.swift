@@ -26,6 +26,9 @@ public final class Database: Sendable {
     /// The options every connection was opened with.
     public let configuration: Configuration
     private let writer: SerializedConnection?
+    /// For a read-only file with ``Configuration/removesWALFilesOnClose``: a read-write connection that runs no
+    /// statement after validation and closes last.
+    private let keeper: SerializedConnection?
     private let readers: ReaderPool
 
     // MARK: - Opening
@@ -44,32 +47,84 @@ public final class Database: Sendable {
     }
 
     /// Opens the database at `location`.
-    public init(location: Connection.Location, configuration: Configuration = Configuration()) throws(SQLiteError) {
+    public convenience init(location: Connection.Location, configuration: Configuration = Configuration()) throws(SQLiteError) {
+        do {
+            try self.init(location: location, configuration: configuration, validate: { _ in })
+        } catch let error as SQLiteError {
+            throw error
+        } catch {
+            // Unreachable: the empty validation throws nothing else.
+            throw SQLiteError(code: .error, message: "\(error)")
+        }
+    }
+
+    /// Opens the database at `location`, letting `validate` inspect it before anything can write to the file.
+    ///
+    /// `validate` runs once, on the first connection, after the steps that only read: the busy policy,
+    /// `foreign_keys`, a read of the schema (a file that is not a database fails before it) and the cache size. Only
+    /// when it returns does the writer switch the file to WAL (`journal_mode=WAL` writes the header of a
+    /// rollback-journal database) and set `synchronous`. When it throws, every connection is closed and the error
+    /// is rethrown, so a database the caller refuses is left byte-for-byte as it was — its journal mode too.
+    ///
+    /// ```swift
+    /// let database = try Database(location: .file(path)) { db in
+    ///     guard try db.fetchInt64("PRAGMA user_version") ?? 0 <= 3 else { throw TooNew() }
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - location: a file path or ``Connection/Location/inMemory``.
+    ///   - configuration: busy policy, read-only mode and connection options.
+    ///   - validate: reads the database; throws to refuse it. The connection is valid only inside the closure.
+    /// - Throws: ``SQLiteError`` from opening, or what `validate` throws.
+    public init(
+        location: Connection.Location, configuration: Configuration = Configuration(),
+        validate: (Connection) throws -> Void
+    ) throws {
         self.location = location
         self.configuration = configuration
-        if configuration.readOnly {
-            guard case .file = location else {
-                throw SQLiteError(code: .misuse, message: "a read-only database must be a file")
-            }
-            writer = nil
-        } else {
-            writer = SerializedConnection(try Connection(location: location, readOnly: false, configuration: configuration))
-        }
+        let readerCount: Int
         switch location {
         case .inMemory:
-            readers = ReaderPool(location: location, configuration: configuration, capacity: 0)
-        case .file:
-            readers = ReaderPool(location: location, configuration: configuration, capacity: max(1, configuration.maximumReaderCount))
-            if configuration.readOnly {
-                // Open one reader now so that a bad path fails here, not on the first read.
-                do {
-                    try readers.withReader { _ in }
-                } catch let error as SQLiteError {
-                    throw error
-                } catch {
-                    throw SQLiteError(code: .error, message: "\(error)")
-                }
+            guard !configuration.readOnly else {
+                throw SQLiteError(code: .misuse, message: "a read-only database must be a file")
             }
+            readerCount = 0
+        case .file:
+            readerCount = max(1, configuration.maximumReaderCount)
+        }
+        readers = ReaderPool(location: location, configuration: configuration, capacity: readerCount)
+        if configuration.readOnly {
+            writer = nil
+            // The keeper never writes; it only lets `close()` tidy up as the last connection. It is optional: a
+            // file it cannot open read-write is still read.
+            keeper =
+                configuration.removesWALFilesOnClose
+                ? (try? Connection(location: location, access: .readWriteExisting, configuration: configuration))
+                    .map(SerializedConnection.init) : nil
+            do {
+                // Validating on a reader also opens one now, so that a bad path fails here, not on the first read.
+                if let keeper {
+                    try keeper.withConnection(validate)
+                } else {
+                    try readers.withReader(validate)
+                }
+            } catch {
+                close()
+                throw error
+            }
+        } else {
+            keeper = nil
+            let connection = try Connection(location: location, access: .readWrite, configuration: configuration)
+            do {
+                try validate(connection)
+                try connection.prepareForWriting(configuration: configuration)
+            } catch {
+                readers.close()
+                connection.close()
+                throw error
+            }
+            writer = SerializedConnection(connection)
         }
     }
 
@@ -119,9 +174,11 @@ public final class Database: Sendable {
     /// Closes every connection. Later calls to ``write(_:)`` or ``read(_:)`` fail with `SQLITE_MISUSE`.
     ///
     /// Readers close first, so the writer is the last connection: SQLite then checkpoints the WAL into the
-    /// database and removes the `-wal` and `-shm` files (a read-only connection could not).
+    /// database and removes the `-wal` and `-shm` files (a read-only connection could not; a read-only database
+    /// does it only with ``Configuration/removesWALFilesOnClose``).
     public func close() {
         readers.close()
         writer?.close()
+        keeper?.close()
     }
 }

@@ -1,6 +1,7 @@
 public import FeedSQLite
 
-/// A FeedSync database: the SQLite file (or in-memory database), migrated to this binary's schema.
+/// A FeedSync database: the SQLite file (or in-memory database), migrated to this binary's schema — or, opened
+/// with ``OpenMode/readCurrent`` or ``OpenMode/inspect``, only read.
 ///
 /// `FeedStore` is `Sendable`; share one per database file in a process. Writes are serialized IMMEDIATE
 /// transactions on one writer connection; reads use reader connections concurrently. Errors are
@@ -14,8 +15,26 @@ public import FeedSQLite
 public final class FeedStore: Sendable {
     /// The underlying SQLite database.
     public let database: Database
-    /// The migrator whose schema this store was brought to.
+    /// The migrator whose schema this store was brought to (or, for a store opened without migrating, checked
+    /// against).
     public let migrator: Migrator
+    /// How the store was opened.
+    public let mode: OpenMode
+
+    /// How opening a store treats the database's schema. Every mode first validates the database with
+    /// ``Migrator/pendingMigrations(_:)`` — before anything writes to the file, even before it is switched to WAL —
+    /// and refuses, leaving it byte-for-byte unchanged, one this binary must not touch: `schemaNewer`,
+    /// `unknownMigration`, `migrationChanged`.
+    public enum OpenMode: Sendable, Hashable {
+        /// Read and write: switch the file to WAL and apply the pending migrations. The default.
+        case migrate
+        /// Read only, nothing migrated or written; a database that needs migrations is refused with
+        /// ``StorageError/migrationsPending(databaseVersion:binaryVersion:)``.
+        case readCurrent
+        /// Read only, nothing migrated or written, at whatever schema version the database has (up to this
+        /// binary's): for reporting its version and pending migrations. Tables of newer migrations may be missing.
+        case inspect
+    }
 
     /// Opens (creating if needed) and migrates the database file at `path`.
     ///
@@ -31,40 +50,72 @@ public final class FeedStore: Sendable {
         try self.init(location: .file(path), configuration: configuration, migrator: migrator)
     }
 
+    /// Opens the existing database file at `path` in `mode`: ``OpenMode/readCurrent`` and ``OpenMode/inspect``
+    /// open it read-only and never write to it.
+    ///
+    /// ```swift
+    /// let store = try FeedStore(path: path, mode: .inspect)
+    /// let pending = try store.pendingMigrations()   // what `FeedStore(path: path)` would apply
+    /// ```
+    ///
+    /// - Throws: ``StorageError``, as ``init(path:configuration:migrator:)``; `cannotOpen` for a missing file in a
+    ///   read-only mode; `migrationsPending` for ``OpenMode/readCurrent``.
+    public convenience init(
+        path: String, mode: OpenMode, configuration: Configuration = Configuration(), migrator: Migrator = .embedded
+    ) throws(StorageError) {
+        try self.init(location: .file(path), configuration: configuration, migrator: migrator, mode: mode)
+    }
+
     /// Opens a private in-memory database with the schema applied (for tests and previews).
     public static func inMemory(migrator: Migrator = .embedded) throws(StorageError) -> FeedStore {
         try FeedStore(location: .inMemory, configuration: Configuration(), migrator: migrator)
     }
 
-    /// Opens the database at `location` and migrates it.
-    public init(location: Connection.Location, configuration: Configuration, migrator: Migrator) throws(StorageError) {
+    /// Opens the database at `location` in `mode` (migrating by default).
+    ///
+    /// - Parameters:
+    ///   - location: a file, or ``Connection/Location/inMemory`` (which only ``OpenMode/migrate`` can open).
+    ///   - configuration: busy policy and connection options. `readOnly` turns ``OpenMode/migrate`` into
+    ///     ``OpenMode/readCurrent``; the read-only modes set it.
+    ///   - migrator: the migrations the schema is checked against and brought to.
+    ///   - mode: how the schema is treated.
+    /// - Throws: ``StorageError``; the database is closed again.
+    public init(
+        location: Connection.Location, configuration: Configuration, migrator: Migrator, mode: OpenMode = .migrate
+    ) throws(StorageError) {
         let path: String? = if case .file(let path) = location { path } else { nil }
+        let mode: OpenMode = configuration.readOnly && mode == .migrate ? .readCurrent : mode
+        var configuration = configuration
+        if mode != .migrate { configuration.readOnly = true }
         do {
-            self.database = try Database(location: location, configuration: configuration)
+            // Validation runs before the writer switches the file to WAL: a database this binary must not touch is
+            // refused with nothing written.
+            self.database = try Database(location: location, configuration: configuration) { db in
+                let pending = try migrator.pendingMigrations(db)
+                if mode == .readCurrent, !pending.isEmpty {
+                    throw StorageError.migrationsPending(
+                        databaseVersion: try migrator.currentVersion(db), binaryVersion: migrator.latestVersion)
+                }
+            }
         } catch {
-            throw StorageError(error, path: path)
+            throw Self.openError(error, path: path)
         }
         self.migrator = migrator
+        self.mode = mode
+        guard mode == .migrate else { return }
         do {
-            if configuration.readOnly {
-                let pending = try database.unsafeRead { db in
-                    (try migrator.pendingMigrations(db), try migrator.currentVersion(db))
-                }
-                if !pending.0.isEmpty {
-                    throw StorageError.migrationsPending(databaseVersion: pending.1, binaryVersion: migrator.latestVersion)
-                }
-            } else {
-                try migrator.migrate(database)
-            }
-        } catch let error as StorageError {
-            database.close()
-            throw error
-        } catch let error as SQLiteError {
-            database.close()
-            throw StorageError(error, path: path)
+            try migrator.migrate(database)
         } catch {
             database.close()
-            throw StorageError.sqlite(SQLiteError(code: .error, message: "\(error)"))
+            throw Self.openError(error, path: path)
+        }
+    }
+
+    private static func openError(_ error: any Error, path: String?) -> StorageError {
+        switch error {
+        case let error as StorageError: error
+        case let error as SQLiteError: StorageError(error, path: path)
+        default: StorageError.sqlite(SQLiteError(code: .error, message: "\(error)"))
         }
     }
 
@@ -106,6 +157,12 @@ public final class FeedStore: Sendable {
     public func schemaVersion() throws -> (database: Int, binary: Int) {
         let current = try unsafeRead { db in try migrator.currentVersion(db) }
         return (current, migrator.latestVersion)
+    }
+
+    /// The migrations the database still needs: empty for a store opened with ``OpenMode/migrate`` or
+    /// ``OpenMode/readCurrent``; what ``OpenMode/migrate`` would apply for one opened with ``OpenMode/inspect``.
+    public func pendingMigrations() throws -> [Migration] {
+        try unsafeRead { db in try migrator.pendingMigrations(db) }
     }
 
     /// Closes every connection.

@@ -8,7 +8,8 @@ import Testing
 ///
 /// Each case is a shell fragment run by `/bin/sh` so that it can pass bytes Swift strings cannot hold (invalid
 /// UTF-8) and set limits (`ulimit -f`). `$F` is the feedsync binary, `$DB` a database holding the demo data,
-/// `$DIR` a scratch directory.
+/// `$DIR` a scratch directory, empty at the start: cases that must create no file run there and exit 99 when one
+/// appeared.
 @Suite struct BadInputTests {
     struct Case: Sendable, CustomTestStringConvertible {
         let name: String
@@ -52,6 +53,20 @@ import Testing
             script:
                 #"cp "$DB" "$DIR/new.sqlite"; sqlite3 "$DIR/new.sqlite" "PRAGMA user_version = 99"; $F --db "$DIR/new.sqlite" --user alice like post1"#,
             status: 74),
+        Case(
+            name: "in-memory database",
+            script: #"cd "$DIR" && $F --db :memory: init; s=$?; [ -z "$(ls -A)" ] || s=99; exit $s"#, status: 64),
+        Case(
+            name: "in-memory database from FEEDSYNC_DB",
+            script: #"cd "$DIR" && FEEDSYNC_DB=:memory: $F status; s=$?; [ -z "$(ls -A)" ] || s=99; exit $s"#, status: 64),
+        Case(
+            name: "SQLite URI as a database path",
+            script: #"cd "$DIR" && $F --db 'file:x.sqlite?mode=rwc' init; s=$?; [ -z "$(ls -A)" ] || s=99; exit $s"#, status: 64),
+        Case(
+            name: "SQLite in-memory URI as a database path",
+            script: #"cd "$DIR" && $F --db 'file::memory:' --user alice like post1; s=$?; [ -z "$(ls -A)" ] || s=99; exit $s"#,
+            status: 64),
+        Case(name: "empty database path", script: #"cd "$DIR" && $F --db '' init; s=$?; [ -z "$(ls -A)" ] || s=99; exit $s"#, status: 64),
         Case(
             name: "full disk (RLIMIT_FSIZE) while seeding",
             script:

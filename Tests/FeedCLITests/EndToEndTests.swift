@@ -38,11 +38,12 @@ import Testing
     @Test func initCreatesAnOwnerOnlyFileAndIsHarmlessTwice() throws {
         let first = try feedsync("init")
         #expect(first.status == 0)
-        #expect(first.stdout == "Created database: \(database) (schema version 1)\n")
+        let version = Migrator.embedded.latestVersion
+        #expect(first.stdout == "Created database: \(database) (schema version \(version))\n")
         let attributes = try FileManager.default.attributesOfItem(atPath: database)
         #expect((attributes[.posixPermissions] as? Int).map { $0 & 0o077 } == 0)
         let second = try feedsync("init", "--json")
-        #expect(second.stdout == #"{"path":"\#(database)","schemaVersion":1,"created":false}"# + "\n")
+        #expect(second.stdout == #"{"path":"\#(database)","schemaVersion":\#(version),"created":false}"# + "\n")
     }
 
     @Test func defaultDatabaseGoesUnderHomeWithMissingDirectoriesCreated() throws {
@@ -197,7 +198,7 @@ import Testing
     @Test func statusAndCheck() throws {
         try demoDatabase()
         let status = try json(try feedsync("status", "--json").stdout)
-        #expect(status["schemaVersion"] as? Int == 1)
+        #expect(status["schemaVersion"] as? Int == Migrator.embedded.latestVersion)
         #expect(status["pendingMigrations"] as? Int == 0)
         #expect(status["posts"] as? Int == 5)
         #expect(status["likes"] as? Int == 1)
@@ -284,6 +285,79 @@ import Testing
         #expect(result.status == 74)
         #expect(result.stderr.contains("newer than this feedsync"))
         #expect(result.stderr.hasSuffix("Upgrade feedsync.\n"))
+    }
+
+    /// The files in the database's directory, for "nothing else was created" checks.
+    private func directoryListing() throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: home.path).sorted()
+    }
+
+    /// Bytes 18 and 19 of the database header: 1 for a rollback journal, 2 for WAL.
+    private func fileFormatVersions() -> [UInt8] {
+        Array((fileBytes(database) ?? Data())[18..<20])
+    }
+
+    @Test func statusOnAnOlderSchemaReportsItsPendingMigrationsWithoutMigrating() throws {
+        // A database at an older schema: this binary's migrations but the last, plus a row of someone's own table
+        // so that the file has content whatever the number of migrations.
+        let older = Migrator(migrations: Array(Migrator.embedded.migrations.dropLast()))
+        let store = try FeedStore(path: database, migrator: older)
+        try store.write { db in try db.execute("CREATE TABLE notes (x); INSERT INTO notes VALUES (1);") }
+        store.close()
+        let before = try #require(fileBytes(database))
+        let listing = try directoryListing()
+
+        let report = try feedsync("status", "--json")
+        #expect(report.status == 0, "\(report.stderr)")
+        let status = try json(report.stdout)
+        #expect(status["schemaVersion"] as? Int == older.latestVersion)
+        #expect(status["binarySchemaVersion"] as? Int == Migrator.embedded.latestVersion)
+        #expect(status["pendingMigrations"] as? Int == 1)
+        #expect(status["users"] is NSNull)
+        #expect(status["lastSeq"] is NSNull)
+        let last = try #require(Migrator.embedded.migrations.last)
+        #expect(
+            report.stderr
+                == "The database needs migration \(last.version) (\(last.name)): run 'feedsync init' to apply it; "
+                + "commands that only read refuse the database until then.\n")
+        let text = try feedsync("status")
+        #expect(text.stdout.contains("pending migrations  1\n"))
+        #expect(text.stdout.contains("users               -\n"))
+        #expect(fileBytes(database) == before)
+        #expect(try directoryListing() == listing)
+
+        // Commands that only read refuse it, naming the fix, and change nothing either.
+        let refusal =
+            "Error: the database \"\(database)\" has schema version \(older.latestVersion) and this feedsync reads version "
+            + "\(Migrator.embedded.latestVersion); reading never migrates. Run 'feedsync init' to migrate it."
+        for command in [["feed"], ["show", "post1"], ["events"], ["user", "list"]] {
+            expectFailure(try CLIRun.run(command, environment: environment()), status: 74, message: refusal)
+        }
+        #expect(fileBytes(database) == before)
+        #expect(try directoryListing() == listing)
+
+        // A command that writes migrates, as before.
+        #expect(try feedsync("init").status == 0)
+        #expect(try json(try feedsync("status", "--json").stdout)["pendingMigrations"] as? Int == 0)
+    }
+
+    @Test func newerSchemaInARollbackJournalFileIsRefusedBeforeAnythingWrites() throws {
+        try demoDatabase()
+        let connection = try Connection(location: .file(database))
+        try connection.execute("PRAGMA journal_mode = DELETE; PRAGMA user_version = 99;")
+        connection.close()
+        let before = try #require(fileBytes(database))
+        #expect(fileFormatVersions() == [1, 1])
+        let listing = try directoryListing()
+        let message =
+            "Error: the database's schema version 99 is newer than this feedsync (up to \(Migrator.embedded.latestVersion)). "
+            + "Upgrade feedsync."
+        for command in [["status"], ["feed"], ["like", "post1", "--user", "bob"], ["init"], ["check"], ["events", "--follow"]] {
+            expectFailure(try CLIRun.run(command, environment: environment()), status: 74, message: message)
+            #expect(fileBytes(database) == before, "\(command) changed the file")
+            #expect(fileFormatVersions() == [1, 1], "\(command) switched the journal mode")
+            #expect(try directoryListing() == listing, "\(command) created a file")
+        }
     }
 
     @Test func lockedBeyondTheTimeoutIs75() throws {

@@ -127,6 +127,122 @@ import Testing
     }
 }
 
+/// Opening without writing: validation before the WAL switch, read-only databases that tidy up, literal paths.
+@Suite struct OpeningWithoutWritingTests {
+    struct Refused: Error {}
+
+    /// A database file in rollback-journal mode (`journal_mode=DELETE`) with one table and one row.
+    private func rollbackJournalDatabase(_ path: String) throws {
+        let connection = try Connection(location: .file(path))
+        try connection.execute("PRAGMA journal_mode = DELETE; CREATE TABLE t (x); INSERT INTO t VALUES (1); PRAGMA user_version = 7;")
+        connection.close()
+    }
+
+    /// Bytes 18 and 19 of the header: 1 for a rollback journal, 2 for WAL.
+    private func fileFormatVersions(_ path: String) -> [UInt8] {
+        Array((fileBytes(path) ?? Data())[18..<20])
+    }
+
+    @Test func refusingValidationLeavesARollbackJournalFileByteIdentical() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("db.sqlite")
+        try rollbackJournalDatabase(path)
+        let before = try #require(fileBytes(path))
+        #expect(fileFormatVersions(path) == [1, 1])
+        var seenVersion: Int64?
+        #expect(throws: Refused.self) {
+            _ = try Database(location: .file(path)) { db in
+                seenVersion = try db.fetchInt64("PRAGMA user_version")
+                throw Refused()
+            }
+        }
+        #expect(seenVersion == 7)
+        #expect(fileBytes(path) == before)
+        #expect(fileFormatVersions(path) == [1, 1])
+        for suffix in ["-wal", "-shm", "-journal"] {
+            #expect(!FileManager.default.fileExists(atPath: path + suffix), "\(suffix) was created")
+        }
+        // A read-only database refuses the same way.
+        var readOnly = Configuration()
+        readOnly.readOnly = true
+        readOnly.removesWALFilesOnClose = true
+        #expect(throws: Refused.self) { _ = try Database(location: .file(path), configuration: readOnly) { _ in throw Refused() } }
+        #expect(fileBytes(path) == before)
+    }
+
+    @Test func acceptedValidationIsFollowedByTheWALSwitch() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("db.sqlite")
+        try rollbackJournalDatabase(path)
+        var modeDuringValidation: String?
+        let database = try Database(location: .file(path)) { db in
+            modeDuringValidation = try db.fetchOne("PRAGMA journal_mode") { $0.string(at: 0) }
+        }
+        #expect(modeDuringValidation == "delete")
+        #expect(try database.writeWithoutTransaction { db in try db.fetchOne("PRAGMA journal_mode") { $0.string(at: 0) } } == "wal")
+        database.close()
+        #expect(fileFormatVersions(path) == [2, 2])
+    }
+
+    @Test func readOnlyDatabaseRemovesTheWALFilesItsReadsCreatedOnlyWhenAsked() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("db.sqlite")
+        do {
+            let database = try Database(path: path)
+            try database.write { db in try db.execute("CREATE TABLE t (x); INSERT INTO t VALUES (1);") }
+            database.close()
+        }
+        let before = try #require(fileBytes(path))
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
+        var configuration = Configuration()
+        configuration.readOnly = true
+        // SQLite's own behaviour: reading a WAL database creates -wal and -shm, and a read-only connection cannot
+        // remove them.
+        do {
+            let plain = try Database(path: path, configuration: configuration)
+            #expect(try plain.read { db in try db.fetchInt64("SELECT count(*) FROM t") } == 1)
+            plain.close()
+        }
+        #expect(FileManager.default.fileExists(atPath: path + "-wal"))
+        try FileManager.default.removeItem(atPath: path + "-wal")
+        try FileManager.default.removeItem(atPath: path + "-shm")
+
+        configuration.removesWALFilesOnClose = true
+        let tidy = try Database(path: path, configuration: configuration)
+        #expect(try tidy.read { db in try db.fetchInt64("SELECT count(*) FROM t") } == 1)
+        let error = try #require(throws: SQLiteError.self) { try tidy.write { db in try db.run("INSERT INTO t VALUES (2)") } }
+        #expect(error.code.primary == .readOnly)
+        tidy.close()
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
+        #expect(!FileManager.default.fileExists(atPath: path + "-shm"))
+        #expect(fileBytes(path) == before)
+    }
+
+    @Test func readOnlyDatabaseOfAMissingFileFailsAndCreatesNothing() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("none.sqlite")
+        var configuration = Configuration()
+        configuration.readOnly = true
+        configuration.removesWALFilesOnClose = true
+        let error = try #require(throws: SQLiteError.self) { try Database(path: path, configuration: configuration) }
+        #expect(error.code.primary == .cannotOpen)
+        #expect(!FileManager.default.fileExists(atPath: path))
+    }
+
+    @Test func aFilePathIsNeverReadAsAURIOrASpecialName() throws {
+        let dir = TemporaryDirectory()
+        let target = dir.file("x.sqlite")
+        // As a URI, "file:/…/x.sqlite" would open (and create) x.sqlite; as a path it names a file inside a
+        // directory "file:" of the working directory, which does not exist.
+        let uri = try #require(throws: SQLiteError.self) { try Connection(location: .file("file:" + target)) }
+        #expect(uri.code.primary == .cannotOpen)
+        #expect(!FileManager.default.fileExists(atPath: target))
+        // SQLite would open a private temporary database for an empty name.
+        let empty = try #require(throws: SQLiteError.self) { try Connection(location: .file("")) }
+        #expect(empty.code.primary == .cannotOpen)
+    }
+}
+
 /// A counter safe to bump from several threads.
 final class LockedCounter: Sendable {
     private let storage = Mutex(0)

@@ -142,6 +142,105 @@ import Testing
         #expect(error == .unknownMigration(version: 9999, name: "future", binaryVersion: Migrator.embedded.latestVersion))
     }
 
+    // MARK: - Opening without writing
+
+    /// Rewrites the database at `path` to rollback-journal mode, applying `sql` on the way.
+    private func switchToRollbackJournal(_ path: String, then sql: String = "") throws {
+        let connection = try Connection(location: .file(path))
+        try connection.execute("PRAGMA journal_mode = DELETE;" + sql)
+        connection.close()
+    }
+
+    /// Bytes 18 and 19 of the header: 1 for a rollback journal, 2 for WAL.
+    private func fileFormatVersions(_ path: String) -> [UInt8] {
+        Array((fileBytes(path) ?? Data())[18..<20])
+    }
+
+    private func expectNoSideFiles(_ path: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        for suffix in ["-wal", "-shm", "-journal"] {
+            #expect(!FileManager.default.fileExists(atPath: path + suffix), "\(suffix) exists", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test(arguments: [FeedStore.OpenMode.migrate, .readCurrent, .inspect])
+    func newerSchemaInARollbackJournalFileIsRefusedBeforeAnythingWrites(_ mode: FeedStore.OpenMode) throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("db.sqlite")
+        FeedStore.closing(try FeedStore(path: path))
+        try switchToRollbackJournal(path, then: "PRAGMA user_version = 99;")
+        let before = try #require(fileBytes(path))
+        #expect(fileFormatVersions(path) == [1, 1])
+        let error = try #require(throws: StorageError.self) { try FeedStore(path: path, mode: mode) }
+        #expect(error == .schemaNewer(databaseVersion: 99, binaryVersion: Migrator.embedded.latestVersion))
+        #expect(fileBytes(path) == before)
+        #expect(fileFormatVersions(path) == [1, 1])
+        expectNoSideFiles(path)
+    }
+
+    @Test func unknownNewerMigrationInARollbackJournalFileIsRefusedBeforeAnythingWrites() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("db.sqlite")
+        let future = Migrator(
+            migrations: Migrator.embedded.migrations + [Migration(version: 9999, name: "future", sql: "CREATE TABLE future (x);")])
+        FeedStore.closing(try FeedStore(path: path, migrator: future))
+        try switchToRollbackJournal(path)
+        let before = try #require(fileBytes(path))
+        let error = try #require(throws: StorageError.self) { try FeedStore(path: path) }
+        #expect(error == .unknownMigration(version: 9999, name: "future", binaryVersion: Migrator.embedded.latestVersion))
+        #expect(fileBytes(path) == before)
+        #expect(fileFormatVersions(path) == [1, 1])
+        expectNoSideFiles(path)
+    }
+
+    @Test func inspectingAnOlderDatabaseReportsItsPendingMigrationsAndChangesNothing() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("db.sqlite")
+        let v1 = Migration(version: 1, name: "a", sql: "CREATE TABLE a (x); INSERT INTO a VALUES (1);")
+        let v2 = Migration(version: 2, name: "b", sql: "CREATE TABLE b (x);")
+        let older = Migrator(migrations: [v1])
+        let newer = Migrator(migrations: [v1, v2])
+        FeedStore.closing(try FeedStore(path: path, migrator: older))
+        let before = try #require(fileBytes(path))
+        expectNoSideFiles(path)
+        var tidy = Configuration()
+        tidy.removesWALFilesOnClose = true
+
+        let inspected = try FeedStore(path: path, mode: .inspect, configuration: tidy, migrator: newer)
+        #expect(try inspected.schemaVersion() == (database: 1, binary: 2))
+        #expect(try inspected.pendingMigrations().map(\.version) == [2])
+        #expect(try inspected.read { db in try db.fetchInt64("SELECT count(*) FROM a") } == 1)
+        #expect(throws: StorageError.readOnly(path: path)) { try inspected.write { db in try db.execute("CREATE TABLE c (x)") } }
+        inspected.close()
+        #expect(fileBytes(path) == before)
+        expectNoSideFiles(path)
+
+        let error = try #require(throws: StorageError.self) {
+            try FeedStore(path: path, mode: .readCurrent, configuration: tidy, migrator: newer)
+        }
+        #expect(error == .migrationsPending(databaseVersion: 1, binaryVersion: 2))
+        #expect(fileBytes(path) == before)
+        expectNoSideFiles(path)
+
+        // Opening to migrate does migrate.
+        let migrated = try FeedStore(path: path, migrator: newer)
+        #expect(try migrated.pendingMigrations().isEmpty)
+        #expect(try migrated.schemaVersion() == (database: 2, binary: 2))
+        migrated.close()
+    }
+
+    @Test func readOnlyModesNeverCreateAFile() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("none.sqlite")
+        for mode in [FeedStore.OpenMode.readCurrent, .inspect] {
+            let error = try #require(throws: StorageError.self) { try FeedStore(path: path, mode: mode) }
+            guard case .cannotOpen = error else {
+                Issue.record("unexpected \(error)")
+                continue
+            }
+            #expect(!FileManager.default.fileExists(atPath: path))
+        }
+    }
+
     private func dump(_ path: String) throws -> [String] {
         let connection = try Connection(location: .file(path), readOnly: true)
         var lines = try connection.fetchAll("SELECT type || ' ' || name || ' ' || coalesce(sql, '') FROM sqlite_schema ORDER BY name") {
@@ -152,5 +251,12 @@ import Testing
         }
         lines.append("user_version \(try connection.fetchInt64("PRAGMA user_version") ?? -1)")
         return lines
+    }
+}
+
+extension FeedStore {
+    /// Closes `store` (so the last connection checkpoints the WAL and removes its files).
+    static func closing(_ store: FeedStore) {
+        store.close()
     }
 }

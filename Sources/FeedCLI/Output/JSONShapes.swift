@@ -43,13 +43,14 @@ enum JSONShapes {
     }
 
     /// `{"path","schemaVersion","binarySchemaVersion","pendingMigrations","users","posts","likes","events","lastSeq"}`.
-    static func status(_ status: FeedStatus, path: String) -> JSONValue {
-        .object([
-            ("path", .string(status.path ?? path)), ("schemaVersion", .number(status.schemaVersion)),
+    static func status(_ status: StatusReport) -> JSONValue {
+        let count: (Int?) -> JSONValue = { $0.map(JSONValue.number) ?? .null }
+        return .object([
+            ("path", .string(status.path)), ("schemaVersion", .number(status.schemaVersion)),
             ("binarySchemaVersion", .number(status.binarySchemaVersion)),
-            ("pendingMigrations", .number(status.pendingMigrations)), ("users", .number(status.users)),
-            ("posts", .number(status.posts)), ("likes", .number(status.likes)), ("events", .number(status.events)),
-            ("lastSeq", .int(status.lastSeq)),
+            ("pendingMigrations", .number(status.pendingMigrations.count)), ("users", count(status.counts?.users)),
+            ("posts", count(status.counts?.posts)), ("likes", count(status.counts?.likes)),
+            ("events", count(status.counts?.events)), ("lastSeq", status.counts.map { JSONValue.int($0.lastSeq) } ?? .null),
         ])
     }
 }

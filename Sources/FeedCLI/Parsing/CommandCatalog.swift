@@ -18,18 +18,22 @@ enum CommandCatalog {
     static let commands: [CommandSpec] = [
         CommandSpec(
             path: ["init"], summary: "Create or migrate the database; prints its path and schema version.",
-            arguments: [], options: [], needsUser: false, notes: ["Running it again changes nothing."]),
+            arguments: [], options: [], needsUser: false, notes: ["Running it again changes nothing."],
+            database: .creates),
         CommandSpec(
             path: ["status"], summary: "Show the database's path, schema version, pending migrations, counts and last seq.",
-            arguments: [], options: [], needsUser: false, notes: []),
+            arguments: [], options: [], needsUser: false, notes: [],
+            database: .inspects),
         CommandSpec(
             path: ["user", "add"], summary: "Create a user.",
             arguments: [ArgumentSpec(name: "ID", help: "1 to 64 letters, digits or _ . : @ -")],
             options: [OptionSpec(name: "name", valueName: "NAME", help: "A display name (up to 200 characters).")],
-            needsUser: false, notes: []),
+            needsUser: false, notes: [],
+            database: .writes),
         CommandSpec(
             path: ["user", "list"], summary: "List the users, ordered by id.",
-            arguments: [], options: [], needsUser: false, notes: []),
+            arguments: [], options: [], needsUser: false, notes: [],
+            database: .reads),
         CommandSpec(
             path: ["post", "add"], summary: "Create a post; prints its id.",
             arguments: [ArgumentSpec(name: "TEXT", help: "The post's text (quote it; 1 to 10,000 characters).")],
@@ -37,24 +41,30 @@ enum CommandCatalog {
                 OptionSpec(name: "author", valueName: "ID", help: "The author, an existing user (required)."),
                 OptionSpec(name: "id", valueName: "POSTID", help: "The new post's id (default: generated)."),
             ],
-            needsUser: false, notes: ["Use -- before a text that starts with a dash."]),
+            needsUser: false, notes: ["Use -- before a text that starts with a dash."],
+            database: .writes),
         CommandSpec(
             path: ["feed"], summary: "Show the feed, newest first, with ❤️ on the posts the viewer likes.",
             arguments: [],
             options: [limit, OptionSpec(name: "before", valueName: "CURSOR", help: "Continue after this cursor (a page's nextCursor).")],
-            needsUser: false, notes: ["Without --user the feed is anonymous (nothing is marked liked)."]),
+            needsUser: false, notes: ["Without --user the feed is anonymous (nothing is marked liked)."],
+            database: .reads),
         CommandSpec(
             path: ["show"], summary: "Show one post: text, author, time, likes, and whether the viewer likes it.",
-            arguments: [ArgumentSpec(name: "POST", help: "The post's id.")], options: [], needsUser: false, notes: []),
+            arguments: [ArgumentSpec(name: "POST", help: "The post's id.")], options: [], needsUser: false, notes: [],
+            database: .reads),
         CommandSpec(
             path: ["like"], summary: "Like a post (liking a liked post changes nothing).",
-            arguments: [ArgumentSpec(name: "POST", help: "The post's id.")], options: [], needsUser: true, notes: []),
+            arguments: [ArgumentSpec(name: "POST", help: "The post's id.")], options: [], needsUser: true, notes: [],
+            database: .writes),
         CommandSpec(
             path: ["unlike"], summary: "Take a like back (unliking an unliked post changes nothing).",
-            arguments: [ArgumentSpec(name: "POST", help: "The post's id.")], options: [], needsUser: true, notes: []),
+            arguments: [ArgumentSpec(name: "POST", help: "The post's id.")], options: [], needsUser: true, notes: [],
+            database: .writes),
         CommandSpec(
             path: ["toggle"], summary: "Like the post if the user does not like it yet, else take the like back.",
-            arguments: [ArgumentSpec(name: "POST", help: "The post's id.")], options: [], needsUser: true, notes: []),
+            arguments: [ArgumentSpec(name: "POST", help: "The post's id.")], options: [], needsUser: true, notes: [],
+            database: .writes),
         CommandSpec(
             path: ["events"], summary: "Print the event log, oldest first.",
             arguments: [],
@@ -65,14 +75,17 @@ enum CommandCatalog {
                     help: "At most N events, \(Limits.events.lowerBound) to \(Limits.events.upperBound) (default: all)."),
                 OptionSpec(name: "follow", valueName: nil, help: "Keep printing new events from any process until interrupted."),
             ],
-            needsUser: false, notes: ["Ctrl-C ends --follow with exit status 0."]),
+            needsUser: false, notes: ["Ctrl-C ends --follow with exit status 0."],
+            database: .reads),
         CommandSpec(
             path: ["watch"], summary: "Show the feed and keep it current while other processes change it.",
-            arguments: [], options: [limit], needsUser: false, notes: ["Ctrl-C ends it with exit status 0."]),
+            arguments: [], options: [limit], needsUser: false, notes: ["Ctrl-C ends it with exit status 0."],
+            database: .reads),
         CommandSpec(
             path: ["app"], summary: "The interactive feed → detail → like → back flow (reads commands from stdin).",
             arguments: [], options: [limit], needsUser: true,
-            notes: ["Commands: feed, open POST, like, unlike, toggle, back, more, help, quit."]),
+            notes: ["Commands: feed, open POST, like, unlike, toggle, back, more, help, quit."],
+            database: .writes),
         CommandSpec(
             path: ["seed"], summary: "Fill an empty database with deterministic sample data through the bulk path.",
             arguments: [],
@@ -82,13 +95,16 @@ enum CommandCatalog {
                 OptionSpec(name: "likes", valueName: "N", help: "Distinct likes (default \(Limits.defaultSeed.likes))."),
             ],
             needsUser: false,
-            notes: ["Refuses a database that has posts. --likes may be at most half of posts × users."]),
+            notes: ["Refuses a database that has posts. --likes may be at most half of posts × users."],
+            database: .creates),
         CommandSpec(
             path: ["check"], summary: "Check integrity and invariants; exit status 1 lists each violation.",
-            arguments: [], options: [], needsUser: false, notes: []),
+            arguments: [], options: [], needsUser: false, notes: [],
+            database: .creates),
         CommandSpec(
             path: ["demo"], summary: "Play the feed → detail → like → back flow on sample data, with narration.",
-            arguments: [], options: [], needsUser: false, notes: ["Creates the sample data when the database has no posts."]),
+            arguments: [], options: [], needsUser: false, notes: ["Creates the sample data when the database has no posts."],
+            database: .creates),
     ]
 
     /// The names that have subcommands, with them.

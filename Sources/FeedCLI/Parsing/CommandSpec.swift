@@ -12,6 +12,8 @@ struct CommandSpec: Sendable, Hashable {
     let needsUser: Bool
     /// Extra lines of help after the options, such as limits and defaults.
     let notes: [String]
+    /// How it opens the database.
+    let database: DatabaseUse
 
     /// `user add`.
     var name: String { path.joined(separator: " ") }
@@ -28,4 +30,17 @@ struct CommandSpec: Sendable, Hashable {
     func option(named name: String) -> OptionSpec? {
         options.first { $0.name == name }
     }
+}
+
+/// How a command opens the database (`Docs/CLI.md`, "Which commands create or migrate the database").
+enum DatabaseUse: Sendable, Hashable {
+    /// Creates a missing file, then validates, switches to WAL and migrates: `init`, `seed`, `demo`, `check`.
+    case creates
+    /// Refuses a missing file; validates, switches to WAL and migrates: the commands that write.
+    case writes
+    /// Refuses a missing file; opens read-only, writing nothing (no migration, no journal-mode change). The schema
+    /// must be current.
+    case reads
+    /// Like ``reads``, at whatever schema version the database has: `status`, which reports it.
+    case inspects
 }

@@ -34,11 +34,13 @@ enum ParserError: Error, Sendable, Hashable {
     case missingUser(command: String)
     /// `--author` missing on `post add`.
     case missingOption(option: String, command: String)
+    /// `--db :memory:`, `--db file:x.sqlite?mode=ro` or the same in `FEEDSYNC_DB` (`origin`): not a file path.
+    case notADatabasePath(String, origin: String)
 
     /// The command whose help the hint points to (`nil` for the top-level help).
     var helpCommand: String? {
         switch self {
-        case .noCommand, .unknownCommand: nil
+        case .noCommand, .unknownCommand, .notADatabasePath: nil
         case .unknownSubcommand(let group, _), .missingSubcommand(let group): group
         case .unknownOption(_, let command), .missingValue(_, let command), .flagWithValue(_, _, let command),
             .duplicateOption(_, let command), .unexpectedArgument(_, let command), .missingArgument(_, let command),
@@ -74,6 +76,12 @@ enum ParserError: Error, Sendable, Hashable {
             "--likes \(likes) is more than half of --posts × --users (\(maximum)): lower --likes or raise the others"
         case .missingUser(let command): "'\(command)' acts as a user: pass --user ID or set FEEDSYNC_USER"
         case .missingOption(let option, let command): "'\(command)' needs --\(option)"
+        case .notADatabasePath(let value, let origin):
+            value == ":memory:"
+                ? "\(origin) \(FeedError.quoted(value)) is SQLite's in-memory database, which would vanish when the command "
+                    + "ends: pass a database file path such as ./feed.sqlite"
+                : "\(origin) \(FeedError.quoted(value)) is a SQLite URI, not a file path: pass the file's plain path "
+                    + "(with ./ before a name that starts with 'file:')"
         }
     }
 

@@ -18,17 +18,29 @@ struct CommandContext: Sendable {
     /// The acting user; only called for commands whose spec requires one (checked in ``Settings``).
     var userID: String { settings.userID ?? "" }
 
-    /// Opens the database as a service.
+    /// How the running command opens the database (from its ``CommandSpec``).
+    let databaseUse: DatabaseUse
+
+    /// Opens the database as a service: read-only for a command that ``DatabaseUse/reads`` (nothing is migrated or
+    /// written, and the schema must be current), else read-write and migrated.
+    ///
+    /// Every way of opening checks the schema version before anything writes to the file, so a database newer
+    /// than this binary is refused unchanged (even its journal mode).
     ///
     /// - Parameter create: create (and migrate) a missing file; otherwise a missing file is an error that points
     ///   to `feedsync init`.
     func openService(create: Bool) throws(CLIError) -> FeedService {
-        let path = settings.databasePath
-        if !create, !FileManager.default.fileExists(atPath: path) {
-            throw CLIError(
-                "no database at \(FeedError.quoted(path)). Run 'feedsync init' to create it, or pass --db.",
-                exitCode: .database)
+        if !create, databaseUse == .reads || databaseUse == .inspects {
+            let store = try openStore(mode: .readCurrent)
+            do {
+                return try FeedService(store: store)
+            } catch {
+                store.close()
+                throw CLIError(error)
+            }
         }
+        let path = settings.databasePath
+        if !create { try requireDatabaseFile() }
         if create {
             do {
                 try FeedPaths.createParentDirectory(of: path)
@@ -42,6 +54,36 @@ struct CommandContext: Sendable {
             return try FeedService(path: path, configuration: configuration)
         } catch {
             throw CLIError(error)
+        }
+    }
+
+    /// Opens the existing database file read-only, writing nothing: ``FeedStore/OpenMode/readCurrent`` (the schema
+    /// must be current) or ``FeedStore/OpenMode/inspect`` (any version up to this binary's).
+    func openStore(mode: FeedStore.OpenMode) throws(CLIError) -> FeedStore {
+        try requireDatabaseFile()
+        let path = settings.databasePath
+        var configuration = configuration
+        // Reading a WAL database creates its -wal and -shm files; let closing remove them again.
+        configuration.removesWALFilesOnClose = true
+        do {
+            return try FeedStore(path: path, mode: mode, configuration: configuration)
+        } catch .migrationsPending(let databaseVersion, let binaryVersion) {
+            throw CLIError(
+                "the database \(FeedError.quoted(path)) has schema version \(databaseVersion) and this feedsync reads "
+                    + "version \(binaryVersion); reading never migrates. Run 'feedsync init' to migrate it.",
+                exitCode: .database)
+        } catch {
+            throw CLIError(FeedError.storage(error))
+        }
+    }
+
+    /// Refuses a missing database file, pointing to `feedsync init`.
+    private func requireDatabaseFile() throws(CLIError) {
+        let path = settings.databasePath
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw CLIError(
+                "no database at \(FeedError.quoted(path)). Run 'feedsync init' to create it, or pass --db.",
+                exitCode: .database)
         }
     }
 

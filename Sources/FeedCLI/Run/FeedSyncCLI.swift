@@ -64,7 +64,8 @@ public enum FeedSyncCLI {
             } catch {
                 throw CLIError(error)
             }
-            let context = CommandContext(settings: settings, console: console, environment: environment, terminal: terminal)
+            let context = CommandContext(
+                settings: settings, console: console, environment: environment, terminal: terminal, databaseUse: spec.database)
             return try await CommandRunner(context: context).run(command)
         }
     }

@@ -19,7 +19,15 @@ struct Settings: Sendable, Hashable {
     ///
     /// - Throws: ``ParserError/missingUser(command:)`` when `spec` needs a user and none is given.
     init(global: GlobalOptions, spec: CommandSpec, environment: [String: String], terminal: TerminalInfo) throws(ParserError) {
-        databasePath = global.databasePath ?? FeedPaths.defaultDatabasePath(environment: environment)
+        let path = global.databasePath ?? FeedPaths.defaultDatabasePath(environment: environment)
+        // SQLite reads these as an in-memory database or a URI, not as the file the user means; refuse them before
+        // anything is opened or created. (An empty --db is refused by the parser; an empty FEEDSYNC_DB is unset.)
+        if path == ":memory:" || path.lowercased().hasPrefix("file:") {
+            let fromEnvironment = !(environment["FEEDSYNC_DB"] ?? "").isEmpty
+            throw .notADatabasePath(
+                path, origin: global.databasePath != nil ? "--db" : fromEnvironment ? "FEEDSYNC_DB" : "the default database path")
+        }
+        databasePath = path
         let user = global.userID ?? environment["FEEDSYNC_USER"].flatMap { $0.isEmpty ? nil : $0 }
         if spec.needsUser, user == nil { throw .missingUser(command: spec.name) }
         userID = user
