@@ -96,4 +96,36 @@ import Testing
         #expect(total.load(ordering: .relaxed) == senders * events)
         token.cancel()
     }
+
+    /// A new current-value subscriber requesting one value while another thread sends gets exactly
+    /// one value, whichever way its catch-up and the sends interleave (when a newer value is refused
+    /// to it while it catches up, it catches up with that one instead of giving up; that window is
+    /// narrow, so this test rarely lands in it).
+    @Test func firstRequestRacingWithSendsGetsExactlyOneValue() {
+        typealias Tracker = TrackingSubscriber<Int, Never>
+        for _ in 0..<10 {
+            let sut = CurrentValuePublisher<Int, Never>(-1)
+            let trackers = Locked<[Tracker]>([])
+            let subscribed = Atomic<Bool>(false)
+            let finished = runOnThreads(2) { index in
+                if index == 0 {
+                    var value = 0
+                    while !subscribed.load(ordering: .relaxed) {
+                        sut.send(value)
+                        value += 1
+                    }
+                } else {
+                    for _ in 0..<1_000 {
+                        let tracker = Tracker(initialDemand: .max(1))
+                        trackers.withLock { $0.append(tracker) }
+                        sut.receive(subscriber: tracker)
+                    }
+                    subscribed.store(true, ordering: .relaxed)
+                }
+            }
+            #expect(finished)
+            let counts = trackers.withLock { $0 }.map(\.values.count)
+            #expect(counts.allSatisfy { $0 == 1 }, "subscribers without exactly one value: \(counts.filter { $0 != 1 }.count)")
+        }
+    }
 }

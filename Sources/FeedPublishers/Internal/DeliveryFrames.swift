@@ -7,12 +7,22 @@
 #endif
 
 /// One delivery in progress on the current thread; frames are stack-allocated and linked.
+///
+/// A current-value subject's `send` also records itself in its frame (`sender`, `version`,
+/// `value`), so that a `send` nested inside it on the same thread can first hand the outer value
+/// to the subscribers the outer loop has not reached yet (see `SubjectCore.send`).
 @usableFromInline
 struct DeliveryFrame {
     /// The subscription whose subscriber is being called right now, if any.
     @usableFromInline var current: UnsafeRawPointer?
     /// The frame of the delivery this one is nested in.
     @usableFromInline var previous: UnsafeMutablePointer<DeliveryFrame>?
+    /// The current-value engine (`SubjectCore`) whose `send` pushed this frame; nil for other frames.
+    @usableFromInline var sender: UnsafeRawPointer?
+    /// That send's version (meaningful only when `sender` is set).
+    @usableFromInline var version = 0
+    /// That send's value, of the sender's `Output` type; valid while this frame is on the stack.
+    @usableFromInline var value: UnsafeRawPointer?
 
     init(current: UnsafeRawPointer?, previous: UnsafeMutablePointer<DeliveryFrame>?) {
         self.current = current

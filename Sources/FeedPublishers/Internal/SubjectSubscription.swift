@@ -16,6 +16,14 @@ private enum Mode {
 /// more reaches the subscriber. Deliveries on the calling thread itself (a subscriber
 /// cancelling from inside its own `receive`) are counted through `DeliveryFrames` and not
 /// waited for.
+///
+/// Current-value subjects: `offered` records the newest send offered to this subscriber, whether
+/// its value was delivered or refused for zero demand, as `2 × version + 1` (delivered) or
+/// `2 × version` (refused, or sent before the subscriber joined). A send offers a version only
+/// if nothing as new was offered before, so a value is never offered twice nor after a newer one;
+/// a catch-up on `request` may deliver the version it was refused. The subscriber is *behind*
+/// (owed the latest value on its next `request`) exactly when `offered` is even: its newest offer
+/// was refused, or it has had nothing yet.
 final class SubjectSubscription<Downstream: Subscriber>: Subscription, SubjectConduit
 where Downstream.Input: Sendable {
     typealias Output = Downstream.Input
@@ -23,8 +31,6 @@ where Downstream.Input: Sendable {
 
     private struct Demanded {
         var demand: Subscribers.Demand = .none
-        /// Current-value subjects: the subscriber is owed the latest value on its next request.
-        var behind: Bool
         /// Whether `receive(subscription:)` has returned; a completion waits for it.
         var handedOver = false
         var pendingCompletion: Subscribers.Completion<Failure>?
@@ -35,14 +41,14 @@ where Downstream.Input: Sendable {
     private let replays: Bool
     private let mode = Atomic<Int>(Mode.finite)
     private let inflight = Atomic<Int>(0)
-    private let lastVersion = Atomic<Int>(-1)
+    private let offered = Atomic<Int>(0)
     private let demanded: Mutex<Demanded>
 
     init(downstream: Downstream, core: SubjectCore<Output, Failure>, replays: Bool) {
         self.downstream = downstream
         self.core = core
         self.replays = replays
-        demanded = Mutex(Demanded(behind: replays))
+        demanded = Mutex(Demanded())
     }
 
     private var identity: UnsafeRawPointer {
@@ -61,8 +67,7 @@ where Downstream.Input: Sendable {
                 _ = mode.compareExchange(
                     expected: Mode.finite, desired: Mode.unlimited, ordering: .sequentiallyConsistent)
             }
-            guard replays, state.behind else { return false }
-            state.behind = false
+            guard replays, isBehind else { return false }
             state.demand -= 1
             return true
         }
@@ -75,6 +80,12 @@ where Downstream.Input: Sendable {
         waitForDeliveriesOnOtherThreads()
     }
 
+    /// Current-value subjects: called under the subject's lock as the subscriber joins; sends up
+    /// to `version` did not include it.
+    func join(after version: Int) {
+        offered.store(2 &* version, ordering: .relaxed)
+    }
+
     // MARK: - SubjectConduit
 
     func deliver(_ value: Output, version: Int, frame: UnsafeMutablePointer<DeliveryFrame>) {
@@ -82,22 +93,23 @@ where Downstream.Input: Sendable {
         defer { inflight.wrappingSubtract(1, ordering: .sequentiallyConsistent) }
         switch mode.load(ordering: .sequentiallyConsistent) {
         case Mode.unlimited:
-            if replays && !advance(to: version) { return }
+            if replays && !claim(2 &* version &+ 1, ifBelow: 2 &* version) { return }
             frame.pointee.current = identity
             _ = downstream.receive(value)
             frame.pointee.current = nil
         case Mode.finite:
+            // Already offered (by a nested send, a catch-up or another thread): not refused again either.
+            if replays && offered.load(ordering: .relaxed) >= 2 &* version { return }
             let granted = demanded.withLock(annotating: self) { state -> Bool in
-                guard state.demand > 0 else {
-                    state.behind = true
-                    return false
-                }
+                guard state.demand > 0 else { return false }
                 state.demand -= 1
-                state.behind = false
                 return true
             }
-            guard granted else { return }
-            if replays && !advance(to: version) {
+            guard granted else {
+                if replays { _ = claim(2 &* version, ifBelow: 2 &* version) }
+                return
+            }
+            if replays && !claim(2 &* version &+ 1, ifBelow: 2 &* version) {
                 demanded.withLock(annotating: self) { $0.demand += 1 }
                 return
             }
@@ -136,6 +148,11 @@ where Downstream.Input: Sendable {
 
     // MARK: - Internals
 
+    /// Current-value subjects: the newest offer was refused, or nothing was offered yet (see `offered`).
+    private var isBehind: Bool {
+        offered.load(ordering: .relaxed) & 1 == 0
+    }
+
     /// Demand returned from `receive(_:)` is added without catching up (Combine's rule).
     private func addDemand(_ more: Subscribers.Demand) {
         guard more > 0 else { return }
@@ -150,29 +167,36 @@ where Downstream.Input: Sendable {
 
     /// Current-value subjects: delivers the latest value inside `request`, as Combine does.
     private func deliverLatest() {
-        guard let (value, version) = core.currentValueAndVersion else { return }
         DeliveryFrames.withFrame { frame in
             inflight.wrappingAdd(1, ordering: .sequentiallyConsistent)
             defer { inflight.wrappingSubtract(1, ordering: .sequentiallyConsistent) }
-            guard mode.load(ordering: .sequentiallyConsistent) != Mode.terminated else { return }
-            guard advance(to: version) else {
-                // A newer value reached the subscriber first; give the demand back.
-                demanded.withLock(annotating: self) { $0.demand += 1 }
-                return
+            while mode.load(ordering: .sequentiallyConsistent) != Mode.terminated,
+                let (value, version) = core.currentValueAndVersion
+            {
+                // Also delivers the version it was refused (`2 × version`), but not one already delivered.
+                if claim(2 &* version &+ 1, ifBelow: 2 &* version &+ 1) {
+                    frame.pointee.current = identity
+                    let more = downstream.receive(value)
+                    frame.pointee.current = nil
+                    addDemand(more)
+                    return
+                }
+                // A send on another thread offered a newer value meanwhile. Delivered: the request
+                // is served by it, so give the demand back. Refused: catch up to the newer value.
+                guard isBehind else {
+                    demanded.withLock(annotating: self) { $0.demand += 1 }
+                    return
+                }
             }
-            frame.pointee.current = identity
-            let more = downstream.receive(value)
-            frame.pointee.current = nil
-            addDemand(more)
         }
     }
 
-    /// Records `version` as delivered if it is newer than the last one; false for stale or repeated values.
-    private func advance(to version: Int) -> Bool {
-        var last = lastVersion.load(ordering: .relaxed)
-        while version > last {
-            let (exchanged, original) = lastVersion.compareExchange(
-                expected: last, desired: version, ordering: .relaxed)
+    /// Sets `offered` to `mark` if it is below `limit`; false if something at least as new was offered.
+    private func claim(_ mark: Int, ifBelow limit: Int) -> Bool {
+        var last = offered.load(ordering: .relaxed)
+        while last < limit {
+            let (exchanged, original) = offered.compareExchange(
+                expected: last, desired: mark, ordering: .relaxed)
             if exchanged { return true }
             last = original
         }
