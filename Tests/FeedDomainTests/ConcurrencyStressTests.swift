@@ -1,0 +1,499 @@
+import FeedDependencies
+import FeedDomain
+import FeedPublishers
+import FeedStorage
+import FeedTestSupport
+import Foundation
+import Testing
+
+/// Issue 11: an app whose screens, direct commands, another process and a subscriber acting from inside deliveries
+/// all run at once must never deadlock, and once everything is quiet every screen must show what the database holds.
+///
+/// Every actor runs on its own `Thread` under a ``Watchdog``: after 10 s without progress the test fails with every
+/// worker's current step and returns, leaving the stuck threads (and everything they hold) behind.
+///
+/// `FEEDSYNC_STRESS_SCALE` (default 1) multiplies the UI actions, the direct commands and the child's writes.
+@Suite(.serialized) struct ConcurrencyStressTests {
+    /// Projections on shared screens, direct commands, a ChangeFeed fed by a child process and an app subscriber
+    /// that sends actions from inside deliveries.
+    @Test func screensCommandsAnotherProcessAndSubscribersTogetherNeverStallAndMatchTheDatabase() throws {
+        let size = StressSize.fromEnvironment()
+        let bench = try benchExecutable()
+        let dir = TemporaryDirectory("feedsync-stress")
+        let path = dir.file("feed.sqlite")
+        let service = try FeedService(path: path)
+        try service.seed(SeedPlan(posts: size.posts, users: size.users, likes: size.seededLikes))
+        let baseline = try service.status().lastSeq
+        print("ConcurrencyStressTests: \(size)")
+
+        let (feeds, details) = withDependencies {
+            $0.feedClient = .live(service)
+        } operation: {
+            (
+                size.feedViewers.map { FeedScreen(viewerID: $0, pageSize: size.pageSize) },
+                size.detailScreens.map { DetailScreen(postID: $0.post, viewerID: $0.viewer) }
+            )
+        }
+        for feed in feeds { feed.projection.send(.refresh) }
+        for detail in details { detail.projection.send(.load) }
+
+        let watchdog = Watchdog()
+        let delivered = LockedLog<Delivery>()
+        let app = subscribeApp(to: service.bridge, feeds: feeds, details: details, worker: watchdog.register("app-sub"), log: delivered)
+        let changeFeed = ChangeFeed(service: service)
+        try changeFeed.start()
+        let child = try Child(
+            bench,
+            [
+                "agent-writer", "--db", path, "--rate", String(size.childRate), "--count", String(size.childWrites),
+                "--users", String(size.users), "--posts", String(size.posts),
+            ])
+        let childExit = LockedLog<Int32>()
+        let failures = LockedLog<String>()
+        let abandonOnStall: [any Sendable] = [service, changeFeed, child, app, dir, feeds, details]
+
+        let started = ContinuousClock.now
+        watchdog.spawn("child") { worker in Self.follow(child, expecting: size.childWrites, worker: worker, exit: childExit) }
+        for t in 1...size.uiThreads {
+            watchdog.spawn("ui-\(t)") { worker in
+                Self.pressButtons(feeds: feeds, details: details, actions: size.uiActions, seed: UInt64(100 + t), worker: worker)
+            }
+        }
+        for t in 1...size.commandThreads {
+            watchdog.spawn("cmd-\(t)") { worker in
+                Self.runCommands(on: service, size: size, thread: t, worker: worker, failures: failures)
+            }
+        }
+        if case .stalled(let report) = watchdog.waitForWorkers() {
+            child.kill()
+            giveUp(report, abandoning: abandonOnStall, databasePath: path)
+            return
+        }
+        let busy = ContinuousClock.now - started
+
+        // Quiescence: every worker returned and the child exited. One check publishes what the ChangeFeed may not
+        // have read yet; then the screens are compared with the database as they are, without a refresh.
+        let verdicts = LockedLog<Verdict>()
+        watchdog.spawn("quiesce") { worker in
+            worker.step("changeFeed.checkNow()")
+            do {
+                try changeFeed.checkNow()
+                worker.step("reading the event log")
+                let log = try service.events(after: baseline)
+                worker.step("comparing every screen with the database")
+                let screens = try Self.screenMismatches(feeds: feeds, details: details, service: service, log: log)
+                verdicts.append(Verdict(screens: screens, log: log.map(\.seq), invariants: try service.check().map { "\($0)" }))
+            } catch {
+                failures.append("quiesce: \(error)")
+            }
+        }
+        if case .stalled(let report) = watchdog.waitForWorkers() {
+            giveUp(report, abandoning: abandonOnStall, databasePath: path)
+            return
+        }
+        changeFeed.stop()
+
+        let deliveries = delivered.values
+        let fromChangeFeed = deliveries.filter { $0.thread == Self.changeFeedThread }.count
+        print("ConcurrencyStressTests: \(watchdog.summary())")
+        print(
+            "ConcurrencyStressTests: \(Watchdog.format(busy)) under load, \(Watchdog.format(ContinuousClock.now - started)) in all; "
+                + "\(deliveries.count) events delivered, \(fromChangeFeed) of them by the ChangeFeed thread")
+
+        expectNone(failures.values, "commands failed")
+        #expect(childExit.values == [0], "agent-writer's exit status: \(childExit.values)")
+        let acknowledged = child.lines.values.compactMap { $0.split(separator: " ").first.flatMap { Int64($0) } }
+        #expect(acknowledged.count == size.childWrites, "agent-writer acknowledged \(acknowledged.count) of \(size.childWrites) writes")
+        guard let verdict = verdicts.values.first else { return }
+        expectNone(verdict.screens, "screens differ from the database or missed events (compared as they are, without a refresh)")
+        expectNone(
+            Self.logProblems(delivered: deliveries.map(\.seq), log: verdict.log), "the app subscriber's deliveries differ from the log")
+        let deliveredSeqs = Set(deliveries.map(\.seq))
+        let undelivered = acknowledged.filter { !deliveredSeqs.contains($0) }
+        expectNone(
+            undelivered.isEmpty ? [] : ["\(undelivered.count) seqs, first \(undelivered.prefix(10))"],
+            "the child's writes never reached this process")
+        expectNone(verdict.invariants, "the database's invariants do not hold")
+    }
+
+    /// The smallest form of the issue: two threads pressing like on two detail screens, one feed list open, no
+    /// other process.
+    @Test func twoThreadsPressingLikeOnTwoDetailScreensNeverStall() throws {
+        let size = StressSize.fromEnvironment()
+        let presses = size.scaled(3000)
+        let dir = TemporaryDirectory("feedsync-stress")
+        let service = try makeService(in: dir)
+        let baseline = try service.status().lastSeq
+        print("ConcurrencyStressTests: 2 UI threads × \(presses) toggles on detail[post1/user1] and detail[post2/user2], feed[user1] open")
+        let (feeds, details) = withDependencies {
+            $0.feedClient = .live(service)
+        } operation: {
+            (
+                [FeedScreen(viewerID: "user1", pageSize: 20)],
+                [DetailScreen(postID: "post1", viewerID: "user1"), DetailScreen(postID: "post2", viewerID: "user2")]
+            )
+        }
+        feeds[0].projection.send(.refresh)
+        for detail in details { detail.projection.send(.load) }
+
+        let watchdog = Watchdog()
+        let started = ContinuousClock.now
+        for (t, detail) in details.enumerated() {
+            watchdog.spawn("ui-\(t + 1)") { worker in
+                for n in 1...presses {
+                    worker.step("\(detail.label).send(.toggle) #\(n)")
+                    detail.projection.send(.toggle)
+                }
+            }
+        }
+        if case .stalled(let report) = watchdog.waitForWorkers() {
+            giveUp(report, abandoning: [service, dir, feeds, details], databasePath: dir.file("feed.sqlite"))
+            return
+        }
+        print("ConcurrencyStressTests: \(2 * presses) toggles in \(Watchdog.format(ContinuousClock.now - started))")
+        let mismatches = try Self.screenMismatches(
+            feeds: feeds, details: details, service: service, log: try service.events(after: baseline))
+        expectNone(mismatches, "screens differ from the database or missed events (compared as they are, without a refresh)")
+        expectNone(try service.check().map { "\($0)" }, "the database's invariants do not hold")
+    }
+
+    // MARK: - Workers
+
+    /// A UI thread: taps on random screens — mostly like buttons, sometimes a reload, a pull to refresh or a scroll.
+    static func pressButtons(feeds: [FeedScreen], details: [DetailScreen], actions: Int, seed: UInt64, worker: Watchdog.Worker) {
+        var random = StressRandom(seed: seed)
+        for n in 1...actions {
+            let roll = random.next(100)
+            if roll < 70 {
+                let detail = details[random.next(details.count)]
+                let action: PostDetailProjection.Action = roll < 45 ? .toggle : roll < 55 ? .like : roll < 65 ? .unlike : .load
+                worker.step("\(detail.label).send(.\(action)) #\(n)")
+                detail.projection.send(action)
+            } else {
+                let feed = feeds[random.next(feeds.count)]
+                let action: FeedListProjection.Action = roll < 90 ? .refresh : .loadMore
+                worker.step("\(feed.label).send(.\(action)) #\(n)")
+                feed.projection.send(action)
+            }
+        }
+    }
+
+    /// A thread calling the service directly: likes, unlikes, toggles, two-command batches and now and then a post.
+    static func runCommands(on service: FeedService, size: StressSize, thread: Int, worker: Watchdog.Worker, failures: LockedLog<String>) {
+        var random = StressRandom(seed: UInt64(200 + thread))
+        for n in 1...size.commands {
+            let user = "user\(1 + random.next(size.users))"
+            let post = "post\(1 + random.next(size.posts))"
+            let roll = random.next(100)
+            do {
+                switch roll {
+                case ..<40:
+                    worker.step("service.toggle(\(user), \(post)) #\(n)")
+                    try service.toggle(userID: user, postID: post)
+                case ..<60:
+                    worker.step("service.like(\(user), \(post)) #\(n)")
+                    try service.like(userID: user, postID: post)
+                case ..<80:
+                    worker.step("service.unlike(\(user), \(post)) #\(n)")
+                    try service.unlike(userID: user, postID: post)
+                case ..<95:
+                    let other = "post\(1 + random.next(size.posts))"
+                    worker.step("service.perform([toggle \(user) \(post), toggle \(user) \(other)]) #\(n)")
+                    _ = try service.perform([
+                        LikeCommand(.toggle, userID: user, postID: post), LikeCommand(.toggle, userID: user, postID: other),
+                    ])
+                default:
+                    worker.step("service.createPost(stress-\(thread)-\(n) by \(user)) #\(n)")
+                    try service.createPost(id: "stress-\(thread)-\(n)", authorID: user, body: "post \(n) from cmd-\(thread)")
+                }
+            } catch {
+                failures.append("cmd-\(thread) #\(n): \(error)")
+            }
+        }
+    }
+
+    /// Follows the child's acknowledgements until it wrote everything and exited.
+    static func follow(_ child: Child, expecting writes: Int, worker: Watchdog.Worker, exit: LockedLog<Int32>) {
+        var seen = -1
+        while true {
+            let count = child.lines.values.count
+            if count != seen {
+                seen = count
+                worker.step("agent-writer: \(count) of \(writes) writes acknowledged")
+            }
+            if count >= writes || !child.process.isRunning { break }
+            _ = child.lines.wait(seconds: 0.5) { $0.count > count }
+        }
+        worker.step("waiting for agent-writer to exit")
+        if child.wait(seconds: 30) { exit.append(child.process.terminationStatus) }
+    }
+
+    /// The app's own subscriber: records every delivery and, like a real app, acts from inside it — a new post
+    /// refreshes a feed list, every fifth like or unlike of an open post reloads that post's detail screen.
+    func subscribeApp(
+        to bridge: EventBridge, feeds: [FeedScreen], details: [DetailScreen], worker: Watchdog.Worker, log: LockedLog<Delivery>
+    ) -> AnyCancellable {
+        bridge.changes.sink { event in
+            let thread = Watchdog.currentWorkerName ?? Self.changeFeedThread
+            log.append(Delivery(seq: event.seq, thread: thread))
+            switch event.kind {
+            case .postCreated:
+                let feed = feeds[Int(event.seq) % feeds.count]
+                worker.step("seq \(event.seq) (postCreated) on \(thread): \(feed.label).send(.refresh)")
+                feed.projection.send(.refresh)
+            case .liked, .unliked:
+                if event.seq % 5 == 0, let detail = details.first(where: { $0.postID == event.postID }) {
+                    worker.step("seq \(event.seq) (\(event.kind)) on \(thread): \(detail.label).send(.load)")
+                    detail.projection.send(.load)
+                } else {
+                    worker.step("seq \(event.seq) (\(event.kind)) on \(thread): recorded")
+                }
+            case .userCreated:
+                worker.step("seq \(event.seq) (userCreated) on \(thread): recorded")
+            }
+        }
+    }
+
+    /// Records one issue listing `problems` (the first 50), if there are any.
+    func expectNone(_ problems: [String], _ title: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        guard !problems.isEmpty else { return }
+        let shown = problems.prefix(50).joined(separator: "\n  ")
+        let more = problems.count > 50 ? "\n  … and \(problems.count - 50) more" : ""
+        Issue.record(Comment(rawValue: "\(title):\n  \(shown)\(more)"), sourceLocation: sourceLocation)
+    }
+
+    /// What deliveries on a thread no worker runs are labelled: while the workers run, the test's own thread waits,
+    /// so such a delivery comes from the ChangeFeed's thread.
+    static let changeFeedThread = "the ChangeFeed thread"
+
+    /// Records the stall, leaves everything the stuck threads hold behind, and lets the test return.
+    func giveUp(
+        _ report: String, abandoning objects: [any Sendable], databasePath: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        Watchdog.abandon(objects)
+        Issue.record(
+            Comment(rawValue: report + "\nThe stuck threads are left behind; their database stays at \(databasePath)."),
+            sourceLocation: sourceLocation)
+    }
+
+    // MARK: - Checks
+
+    /// Every screen against a fresh query: counts and liked flags of loaded posts, no stray liked ids, nothing in
+    /// flight, no error shown, and the last event that concerns it (`log`: every event since the screens were
+    /// opened) applied.
+    static func screenMismatches(
+        feeds: [FeedScreen], details: [DetailScreen], service: FeedService, log: [EventRecord]
+    ) throws(FeedError) -> [String] {
+        var problems: [String] = []
+        for feed in feeds {
+            let state = feed.projection.state.value
+            if state.posts.isEmpty { problems.append("\(feed.label): shows no posts") }
+            if let last = log.last?.seq, state.lastAppliedSeq != last {
+                problems.append("\(feed.label): applied events through seq \(state.lastAppliedSeq), the log ends at \(last)")
+            }
+            // Every event concerns a feed list, so its states must step through every seq of the log, in order.
+            if let problem = trailProblem(feed.label, applied: feed.applied.values, expected: log.map(\.seq)) {
+                problems.append(problem)
+            }
+            let liked = try service.likedPostIDs(userID: feed.viewerID)
+            for post in state.posts {
+                let stored = try service.post(id: post.id, viewerID: feed.viewerID)
+                if post.likeCount != stored.post.likeCount {
+                    problems.append("\(feed.label): \(post.id) shows \(post.likeCount) likes, the database has \(stored.post.likeCount)")
+                }
+                if state.likedPostIDs.contains(post.id) != stored.liked {
+                    problems.append("\(feed.label): \(post.id) shows liked = \(!stored.liked), the database says \(stored.liked)")
+                }
+            }
+            let stray = state.likedPostIDs.subtracting(liked)
+            if !stray.isEmpty {
+                problems.append("\(feed.label): likedPostIDs holds \(stray.sorted()), which \(feed.viewerID) does not like")
+            }
+            if state.isLoading { problems.append("\(feed.label): still loading") }
+            if let error = state.lastError { problems.append("\(feed.label): shows the error \(error)") }
+        }
+        for detail in details {
+            let state = detail.projection.state.value
+            let stored = try service.post(id: detail.postID, viewerID: detail.viewerID)
+            if state.post == nil { problems.append("\(detail.label): not loaded") }
+            // A detail screen applies its post's events in order; it may skip one older than its own command's answer.
+            let applied = detail.applied.values
+            let postSeqs = Set(log.lazy.filter { $0.postID == detail.postID }.map(\.seq))
+            if let i = applied.indices.dropFirst().first(where: { applied[$0] <= applied[$0 - 1] }) {
+                problems.append("\(detail.label): applied seq \(applied[i]) after \(applied[i - 1])")
+            }
+            if let foreign = applied.first(where: { !postSeqs.contains($0) }) {
+                problems.append("\(detail.label): applied seq \(foreign), which is not an event of \(detail.postID)")
+            }
+            if let last = log.last(where: { $0.postID == detail.postID })?.seq, state.lastAppliedSeq != last {
+                problems.append("\(detail.label): applied events through seq \(state.lastAppliedSeq), the post's last event is \(last)")
+            }
+            if state.likeCount != stored.post.likeCount {
+                problems.append("\(detail.label): shows \(state.likeCount) likes, the database has \(stored.post.likeCount)")
+            }
+            if state.liked != stored.liked {
+                problems.append("\(detail.label): shows liked = \(state.liked), the database says \(stored.liked)")
+            }
+            if state.isBusy { problems.append("\(detail.label): still busy") }
+            if let error = state.lastError { problems.append("\(detail.label): shows the error \(error)") }
+        }
+        return problems
+    }
+
+    /// Describes how the seqs a screen applied differ from `expected`, or `nil` when they are the same.
+    static func trailProblem(_ label: String, applied: [Int64], expected: [Int64]) -> String? {
+        guard applied != expected else { return nil }
+        let common = min(applied.count, expected.count)
+        let i = (0..<common).first { applied[$0] != expected[$0] } ?? common
+        let appliedAt = i < applied.count ? "seq \(applied[i])" : "nothing"
+        let expectedAt = i < expected.count ? "seq \(expected[i])" : "nothing"
+        let missing = Set(expected).subtracting(applied).count
+        return "\(label): its states stepped through \(applied.count) events, the log has \(expected.count) (\(missing) never applied); "
+            + "the first difference is at #\(i): applied \(appliedAt), the log has \(expectedAt)"
+    }
+
+    /// The delivered seqs must be the log's, in strictly increasing order, each once, none missing.
+    static func logProblems(delivered: [Int64], log: [Int64]) -> [String] {
+        var problems: [String] = []
+        if let first = log.first, let last = log.last, log.count != Int(last - first + 1) {
+            problems.append("the log itself has gaps between \(first) and \(last): \(log.count) events")
+        }
+        if let i = delivered.indices.dropFirst().first(where: { delivered[$0] <= delivered[$0 - 1] }) {
+            problems.append("not strictly increasing: seq \(delivered[i]) delivered after \(delivered[i - 1]) (delivery #\(i))")
+        }
+        let repeated = Dictionary(delivered.map { ($0, 1) }, uniquingKeysWith: +).filter { $0.value > 1 }.keys.sorted()
+        if !repeated.isEmpty { problems.append("delivered more than once: \(repeated.prefix(10)) (\(repeated.count) seqs)") }
+        let deliveredSet = Set(delivered)
+        let missing = log.filter { !deliveredSet.contains($0) }
+        if !missing.isEmpty { problems.append("never delivered: \(missing.prefix(10)) (\(missing.count) of \(log.count) events)") }
+        let logSet = Set(log)
+        let unknown = delivered.filter { !logSet.contains($0) }
+        if !unknown.isEmpty { problems.append("delivered but not in the log: \(unknown.prefix(10))") }
+        return problems
+    }
+}
+
+// MARK: - Fixtures
+
+extension ConcurrencyStressTests {
+    /// The run's sizes, scaled by `FEEDSYNC_STRESS_SCALE`.
+    struct StressSize: Sendable, CustomStringConvertible {
+        let scale: Double
+        let uiThreads = 3
+        let commandThreads = 2
+        let users = 8
+        let posts = 12
+        let seededLikes = 30
+        let pageSize = 5
+        let feedViewers = ["user1", "user2", "user3"]
+        let detailScreens: [(post: String, viewer: String)] = [
+            ("post1", "user1"), ("post2", "user2"), ("post3", "user3"), ("post1", "user2"), ("post4", "user1"), ("post5", "user3"),
+        ]
+        let childRate = 1200
+
+        var uiActions: Int { scaled(12_000) }
+        var commands: Int { scaled(8000) }
+        var childWrites: Int { scaled(8000) }
+
+        func scaled(_ base: Int) -> Int { max(1, Int((Double(base) * scale).rounded())) }
+
+        static func fromEnvironment() -> StressSize {
+            let text = ProcessInfo.processInfo.environment["FEEDSYNC_STRESS_SCALE"] ?? ""
+            guard let scale = Double(text), scale > 0, scale.isFinite else { return StressSize(scale: 1) }
+            return StressSize(scale: scale)
+        }
+
+        var description: String {
+            "scale \(scale) (FEEDSYNC_STRESS_SCALE): \(uiThreads) UI threads × \(uiActions) actions over \(feedViewers.count) feed "
+                + "and \(detailScreens.count) detail projections, \(commandThreads) command threads × \(commands) commands, "
+                + "a child agent-writer with \(childWrites) toggles at \(childRate)/s, a ChangeFeed and an app subscriber "
+                + "acting from inside deliveries; \(users) users, \(posts) posts"
+        }
+    }
+
+    /// A feed list screen, its label for reports, and a view observing its state.
+    struct FeedScreen: Sendable {
+        let viewerID: String
+        let label: String
+        let projection: FeedListProjection
+        /// The events the state went through, as the observing view saw them.
+        let applied = AppliedTrail()
+        private let observation: AnyCancellable
+
+        /// Creates the projection; call inside `withDependencies` with the live client.
+        init(viewerID: String, pageSize: Int) {
+            self.viewerID = viewerID
+            label = "feed[\(viewerID)]"
+            projection = FeedListProjection(viewerID: viewerID, pageSize: pageSize)
+            observation = projection.state.sink { [applied] in applied.note($0.lastAppliedSeq) }
+        }
+    }
+
+    /// A detail screen, its label for reports, and a view observing its state.
+    struct DetailScreen: Sendable {
+        let postID: String
+        let viewerID: String
+        let label: String
+        let projection: PostDetailProjection
+        /// The events the state went through, as the observing view saw them.
+        let applied = AppliedTrail()
+        private let observation: AnyCancellable
+
+        /// Creates the projection; call inside `withDependencies` with the live client.
+        init(postID: String, viewerID: String) {
+            self.postID = postID
+            self.viewerID = viewerID
+            label = "detail[\(postID)/\(viewerID)]"
+            projection = PostDetailProjection(postID: postID, viewerID: viewerID)
+            observation = projection.state.sink { [applied] in applied.note($0.lastAppliedSeq) }
+        }
+    }
+
+    /// The successive `lastAppliedSeq` values of a projection's published states: which events it applied, in order.
+    ///
+    /// `@unchecked Sendable`: `seqs` is only touched while `lock` is held.
+    final class AppliedTrail: @unchecked Sendable {
+        private let lock = NSLock()
+        private var seqs: [Int64] = []
+
+        func note(_ seq: Int64) {
+            lock.lock()
+            if seq != (seqs.last ?? 0) { seqs.append(seq) }
+            lock.unlock()
+        }
+
+        var values: [Int64] {
+            lock.lock()
+            defer { lock.unlock() }
+            return seqs
+        }
+    }
+
+    /// One event as the app subscriber saw it.
+    struct Delivery: Sendable {
+        let seq: Int64
+        let thread: String
+    }
+
+    /// What the quiescence step found.
+    struct Verdict: Sendable {
+        let screens: [String]
+        let log: [Int64]
+        let invariants: [String]
+    }
+
+    /// SplitMix64: a small deterministic generator, one per thread.
+    struct StressRandom {
+        private var state: UInt64
+
+        init(seed: UInt64) { state = seed }
+
+        mutating func next(_ bound: Int) -> Int {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return Int((z ^ (z >> 31)) % UInt64(bound))
+        }
+    }
+}
