@@ -5,8 +5,13 @@ public import Foundation
 ///
 /// Inside ``load(into:_:)`` the like-count triggers are suspended; when the body returns, every post's like count
 /// is recomputed from its like rows in one statement and the triggers are restored from their stored SQL, all in
-/// the same transaction, so the invariant holds at commit exactly as it does for single writes. Bulk-loaded rows
-/// have no events: the log is marked as no longer rebuilding the likes table (`log_state.bulk_loaded`).
+/// the same transaction, so the invariant holds at commit exactly as it does for single writes.
+///
+/// Bulk-loaded rows have no events. When a load inserts likes, the same transaction records it in the log
+/// (``EventLog/recordBulkLoad()``): the log no longer rebuilds the likes table (`log_state.bulk_loaded`), and every
+/// durable subscriber must rebuild its state from the tables before it applies another event
+/// (``ReplayBaseline/rebuildPoint(for:)``). Users and posts alone do not count: the log's like events never
+/// depended on them being logged.
 ///
 /// ```swift
 /// try BulkLoader.load(into: store) { loader in
@@ -21,6 +26,8 @@ public final class BulkLoader {
     private let insertLike: Statement
     private let insertLikeIfAbsent: Statement
     private let db: Connection
+    /// Likes inserted so far by this loader.
+    private var likesInserted = 0
 
     init(_ db: Connection) throws {
         self.db = db
@@ -59,13 +66,14 @@ public final class BulkLoader {
             }
             // DDL is transactional in SQLite: if anything below throws, the triggers come back with the rollback.
             try db.execute("DROP TRIGGER likes_count_insert; DROP TRIGGER likes_count_delete;")
-            let result = try body(BulkLoader(db))
+            let loader = try BulkLoader(db)
+            let result = try body(loader)
             try db.execute(
                 """
                 UPDATE posts SET like_count = (SELECT count(*) FROM likes l WHERE l.post_key = posts.post_key)
                 WHERE like_count <> (SELECT count(*) FROM likes l WHERE l.post_key = posts.post_key);
-                UPDATE log_state SET bulk_loaded = 1 WHERE bulk_loaded = 0 AND EXISTS (SELECT 1 FROM likes);
                 """)
+            if loader.likesInserted > 0 { try EventLog(db).recordBulkLoad() }
             for sql in triggerSQL { try db.execute(sql) }
             return result
         }
@@ -101,11 +109,13 @@ public final class BulkLoader {
     /// ``addPost(id:authorID:body:createdAt:)``).
     public func addLike(userKey: Int64, postKey: Int64, createdAt: Date) throws {
         try db.mapErrors { try insertLike.execute(userKey, postKey, millis(createdAt)) }
+        likesInserted += 1
     }
 
     /// Inserts a like by integer keys with a time in milliseconds since 1970 (the fastest path).
     public func addLike(userKey: Int64, postKey: Int64, createdAtMillis: Int64) throws {
         try db.mapErrors { try insertLike.execute(userKey, postKey, createdAtMillis) }
+        likesInserted += 1
     }
 
     /// Inserts a like unless the pair exists already, letting the database deduplicate (so a caller drawing random
@@ -113,7 +123,9 @@ public final class BulkLoader {
     ///
     /// - Returns: `true` when the like was inserted.
     public func addLikeIfAbsent(userKey: Int64, postKey: Int64, createdAtMillis: Int64) throws -> Bool {
-        try db.mapErrors { try insertLikeIfAbsent.execute(userKey, postKey, createdAtMillis) } > 0
+        let inserted = try db.mapErrors { try insertLikeIfAbsent.execute(userKey, postKey, createdAtMillis) } > 0
+        if inserted { likesInserted += 1 }
+        return inserted
     }
 }
 

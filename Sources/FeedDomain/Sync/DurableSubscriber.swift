@@ -11,15 +11,22 @@ internal import Foundation
 /// next pass.
 ///
 /// Delivery guarantees depend on where the effect lives:
-/// - ``Delivery/transactional(_:)``: the effect writes to the same database. Applying a batch of events and
-///   advancing the cursor commit in one transaction: **exactly once**.
+/// - ``Delivery/transactional(_:)``: the effect writes to the same database. Reading the cursor, applying a batch
+///   of events and advancing the cursor happen in one write transaction: **exactly once**, also when several
+///   instances run under the same name at the same time, in one process or several (their transactions take
+///   turns, and each one starts from the cursor the previous one left).
 /// - ``Delivery/atLeastOnce(_:)``: the effect is outside the database. The cursor advances after the handler
 ///   returns, so a crash in between repeats those events after a restart: **at least once**. Deduplicate on
-///   ``EventRecord/seq`` (it is strictly increasing, so remembering the last seq handled is enough).
+///   ``EventRecord/seq`` (it is strictly increasing, so remembering the last seq handled is enough). Two instances
+///   running under the same name may both handle an event; the stored cursor only ever moves forward.
 ///
-/// When the log was pruned past the cursor, the subscriber cannot replay what it missed: it publishes
+/// When the log cannot replay what the subscriber missed — it was pruned past the cursor, or likes were
+/// bulk-loaded without events (seeding) since the subscriber's state was built — the subscriber publishes
 /// ``Signal/needsRebuild(cursor:prunedThrough:)`` and, given a `rebuild` closure, rebuilds its state from the
 /// tables and jumps its cursor to the end of the log, in one transaction.
+///
+/// Nothing reachable from a subscriber sends: ``signals`` is a sealed handle, and the subject behind it, the
+/// service and the handlers are held only inside a closure's captures.
 ///
 /// ```swift
 /// let mirror = DurableSubscriber(name: "mirror", service: service, delivery: .transactional { event, db in
@@ -40,7 +47,9 @@ public final class DurableSubscriber: Sendable {
     public enum Signal: Sendable, Hashable {
         /// Every committed event up to `seq` has been applied.
         case caughtUp(seq: Int64)
-        /// The events after `cursor` up to `prunedThrough` were pruned from the log: the state must be rebuilt.
+        /// The log cannot replay what the subscriber missed after `cursor`, up to `prunedThrough`: those events were
+        /// pruned, or likes were bulk-loaded without events when the log ended at `prunedThrough`. The state must
+        /// be rebuilt from the tables.
         case needsRebuild(cursor: Int64, prunedThrough: Int64)
         /// The state was rebuilt from the tables and the cursor moved to `seq`.
         case rebuilt(seq: Int64)
@@ -50,27 +59,20 @@ public final class DurableSubscriber: Sendable {
 
     /// The subscriber's name, the key of its stored cursor.
     public let name: String
-    private let service: FeedService
-    private let delivery: Delivery
-    private let rebuild: (@Sendable (Connection) throws -> Void)?
-    private let batchSize: Int
-    private let queue: DispatchQueue
-    private let signalSubject = PassthroughPublisher<Signal, Never>()
-    private let live = Locked<LiveState>(LiveState())
-
-    private struct LiveState {
-        var subscription: AnyCancellable?
-        var passScheduled = false
-    }
+    private let signalHandle: AnyPublisher<Signal, Never>
+    /// The only way to the engine. A `Mirror` walk does not see a closure's captures, and outside code cannot call
+    /// the closure: it cannot make an ``EngineKey``, nor cast the closure to a type it can name.
+    private let engine: @Sendable (EngineKey) -> Engine
 
     /// Creates a subscriber; nothing runs until ``start()`` or ``catchUp()``.
     ///
     /// - Parameters:
-    ///   - name: 1 to 128 characters, unique per database.
+    ///   - name: 1 to 128 characters, unique per database and effect (instances sharing a name share a cursor).
     ///   - service: the database and its bridge.
     ///   - batchSize: events per transaction (transactional) or per cursor write (at least once).
     ///   - delivery: where the effect lives.
-    ///   - rebuild: rebuilds the effect's state from the tables after pruning; runs in a write transaction.
+    ///   - rebuild: rebuilds the effect's state from the tables after pruning or a bulk load; runs in a write
+    ///     transaction.
     public init(
         name: String,
         service: FeedService,
@@ -80,136 +82,341 @@ public final class DurableSubscriber: Sendable {
     ) {
         precondition(batchSize > 0, "API Violation: batchSize must be positive")
         self.name = name
-        self.service = service
-        self.batchSize = batchSize
-        self.delivery = delivery
-        self.rebuild = rebuild
-        self.queue = DispatchQueue(label: "FeedSync.DurableSubscriber")
+        let subject = PassthroughPublisher<Signal, Never>()
+        signalHandle = subject.sealed()
+        let engine = Engine(
+            name: name, service: service, batchSize: batchSize, delivery: delivery, rebuild: rebuild,
+            emit: { emission in subject.send(emission.signal) })
+        self.engine = { _ in engine }
     }
 
     /// What happens to the subscriber: caught up, needs rebuild, rebuilt, failed.
-    public var signals: AnyPublisher<Signal, Never> { signalSubject.sealed() }
+    ///
+    /// Signals are sent on the thread running the pass (the subscriber's queue, or the caller of ``catchUp()``);
+    /// a sink may call ``stop()`` or ``catchUp()`` without deadlock.
+    public var signals: AnyPublisher<Signal, Never> { signalHandle }
 
     /// The stored cursor: the last seq applied (0 when it never ran).
     public func cursor() throws(FeedError) -> Int64 {
-        do {
-            return try service.store.unsafeRead { db in try SubscriberCursorRepository(db).cursor(for: name) ?? 0 }
-        } catch {
-            throw FeedError.wrap(error, value: name)
-        }
+        try engine(EngineKey()).cursor()
     }
 
     /// Follows live changes, then catches up synchronously from the stored cursor before returning.
+    ///
+    /// Calling it while the subscriber already follows changes only catches up.
     public func start() throws(FeedError) {
-        let subscription = service.bridge.changes.sink { [weak self] _ in self?.schedulePass() }
-        live.withLock { $0.subscription = subscription }
-        try catchUp()
+        try engine(EngineKey()).start()
     }
 
-    /// Stops following live changes; the cursor stays stored.
+    /// Stops following live changes; the cursor stays stored. Returns at once and never waits for another thread.
+    ///
+    /// A pass in progress applies no event after the one being handled: at least once, the next event is not
+    /// handed to the handler; transactionally, the batch commits with the events applied so far and the cursor
+    /// after the last of them. So `stop()` may be called from the subscriber's own handler, a ``signals`` sink, a
+    /// bridge sink or inside a transaction. Events committed later are applied by the next ``start()`` or
+    /// ``catchUp()``.
     public func stop() {
-        let subscription = live.withLock { state -> AnyCancellable? in
-            defer { state.subscription = nil }
-            return state.subscription
-        }
-        subscription?.cancel()
-        queue.sync {}
+        engine(EngineKey()).stop()
     }
 
     /// Applies every committed event after the cursor, in batches, on the calling thread.
     ///
+    /// Where waiting could deadlock, it does not wait: called from inside this subscriber's own pass (its handler,
+    /// its rebuild or a ``signals`` sink) it returns 0 at once, as the pass in progress goes on to the end of the
+    /// log; called from inside another subscriber's pass (which may hold the writer) or a library callback that
+    /// must not block (a bridge sink, a projection's effect), it schedules a pass on the subscriber's queue and
+    /// returns 0. Do not call it inside your own write transaction: the pass needs the writer.
+    ///
     /// - Returns: how many events were applied.
     @discardableResult
     public func catchUp() throws(FeedError) -> Int {
-        do {
-            let applied = try queue.sync { try pass() }
-            return applied
-        } catch {
-            let feedError = FeedError.wrap(error, value: name)
-            signalSubject.send(.failed(feedError))
-            throw feedError
-        }
+        try engine(EngineKey()).catchUp()
     }
 
-    // MARK: - Internals
+    // MARK: - Engine
 
-    private func schedulePass() {
-        let shouldSchedule = live.withLock { state -> Bool in
-            guard !state.passScheduled, state.subscription != nil else { return false }
-            state.passScheduled = true
-            return true
+    /// Unlocks the engine closure; private, so outside code cannot make one.
+    private struct EngineKey {}
+
+    /// A signal on its way to the subject; private, so a closure taking it cannot be cast to a public type and called.
+    private struct SignalEmission {
+        let signal: Signal
+    }
+
+    /// Does the work of a subscriber; reachable only through the subscriber's engine closure.
+    private final class Engine: Sendable {
+        private let name: String
+        private let service: FeedService
+        private let delivery: Delivery
+        private let rebuild: (@Sendable (Connection) throws -> Void)?
+        private let batchSize: Int
+        private let queue: DispatchQueue
+        /// Sends a signal; the subject lives only in this closure's captures.
+        private let emit: @Sendable (SignalEmission) -> Void
+        private let live = Locked<LiveState>(LiveState())
+
+        private struct LiveState {
+            /// The bridge subscription while following live changes.
+            var subscription: AnyCancellable?
+            /// A queued pass that has not started yet: `true` when it runs only while following live changes,
+            /// `false` when it was asked for explicitly; `nil` when none is queued.
+            var queuedPassIsLiveOnly: Bool?
+            /// Bumped by every `stop()`: a pass that started under an older value stops before its next event.
+            var stopEpoch: UInt64 = 0
+            /// The thread running a pass now, to recognise calls made from inside it.
+            var passThread: pthread_t?
         }
-        guard shouldSchedule else { return }
-        queue.async { [self] in
-            live.withLock { $0.passScheduled = false }
+
+        /// Why a pass ends a transaction without a full batch.
+        private enum BatchOutcome {
+            case applied(count: Int, through: Int64, stopped: Bool)
+            case needsRebuild(cursor: Int64, through: Int64)
+        }
+
+        /// Thrown inside a batch to stop reading the log; caught before the transaction ends.
+        private struct StopRequested: Error {}
+
+        init(
+            name: String, service: FeedService, batchSize: Int, delivery: Delivery,
+            rebuild: (@Sendable (Connection) throws -> Void)?, emit: @escaping @Sendable (SignalEmission) -> Void
+        ) {
+            self.name = name
+            self.service = service
+            self.batchSize = batchSize
+            self.delivery = delivery
+            self.rebuild = rebuild
+            self.emit = emit
+            self.queue = DispatchQueue(label: "FeedSync.DurableSubscriber")
+        }
+
+        func cursor() throws(FeedError) -> Int64 {
             do {
-                _ = try pass()
+                return try service.store.unsafeRead { db in try SubscriberCursorRepository(db).cursor(for: name) ?? 0 }
             } catch {
-                signalSubject.send(.failed(FeedError.wrap(error, value: name)))
+                throw FeedError.wrap(error, value: name)
             }
         }
-    }
 
-    /// One pass: rebuild if needed, then apply batches until the log is exhausted. Runs on `queue`.
-    private func pass() throws -> Int {
-        var applied = 0
-        let store = service.store
-        while true {
-            let (cursor, pruned) = try store.unsafeRead { db in
-                (try SubscriberCursorRepository(db).cursor(for: name) ?? 0, try EventLog(db).prunedThrough())
-            }
-            if pruned > cursor {
-                signalSubject.send(.needsRebuild(cursor: cursor, prunedThrough: pruned))
-                guard let rebuild else {
-                    throw FeedError.storage(
-                        .constraintViolation(
-                            field: "subscriber \(name)", reason: "the log was pruned past its cursor and it has no rebuild"))
+        func start() throws(FeedError) {
+            let needsSubscription = live.withLock { $0.subscription == nil }
+            if needsSubscription {
+                let subscription = service.bridge.changes.sink { [weak self] _ in self?.schedulePass(liveOnly: true) }
+                let duplicate = live.withLock { state -> AnyCancellable? in
+                    guard state.subscription == nil else { return subscription }
+                    state.subscription = subscription
+                    return nil
                 }
-                let seq = try store.write { db in
-                    let last = try EventLog(db).lastSeq()
-                    try rebuild(db)
-                    try SubscriberCursorRepository(db).setCursor(last, for: name, at: Date())
-                    return last
-                }
-                signalSubject.send(.rebuilt(seq: seq))
-                continue
+                duplicate?.cancel()
             }
-            let count: Int
-            switch delivery {
-            case .transactional(let apply):
-                count = try store.write { db in
-                    var count = 0
-                    var last = cursor
-                    try EventLog(db).forEach(after: cursor, limit: batchSize) { event in
+            _ = try catchUp()
+        }
+
+        func stop() {
+            let subscription = live.withLock { state -> AnyCancellable? in
+                state.stopEpoch &+= 1
+                defer { state.subscription = nil }
+                return state.subscription
+            }
+            // Cancelling waits only for a delivery into this subscription's sink on another thread, and that sink
+            // only schedules a pass: it never blocks.
+            subscription?.cancel()
+        }
+
+        func catchUp() throws(FeedError) -> Int {
+            let insideOwnPass = live.withLock { state in
+                state.passThread.map { pthread_equal($0, pthread_self()) != 0 } ?? false
+            }
+            // The pass in progress on this thread goes on to the end of the log (unless stopped).
+            if insideOwnPass { return 0 }
+            if PassContext.isRunningPass || DrainContext.heldLevel != nil {
+                // Another subscriber's pass (it may hold the writer inside its transaction) or a delivery or
+                // projection callback (a pass may wait for delivery): waiting here could close a cycle of waits.
+                schedulePass(liveOnly: false)
+                return 0
+            }
+            do {
+                return try queue.sync { try pass(scheduled: false) }
+            } catch {
+                let feedError = FeedError.wrap(error, value: name)
+                emit(SignalEmission(signal: .failed(feedError)))
+                throw feedError
+            }
+        }
+
+        // MARK: - Passes
+
+        /// Queues a pass unless one is queued already. A live-only pass is dropped when the subscriber stopped
+        /// following changes before it started.
+        private func schedulePass(liveOnly: Bool) {
+            let shouldSchedule = live.withLock { state -> Bool in
+                if liveOnly && state.subscription == nil { return false }
+                if let queuedIsLiveOnly = state.queuedPassIsLiveOnly {
+                    state.queuedPassIsLiveOnly = queuedIsLiveOnly && liveOnly
+                    return false
+                }
+                state.queuedPassIsLiveOnly = liveOnly
+                return true
+            }
+            guard shouldSchedule else { return }
+            queue.async { [self] in
+                do {
+                    _ = try pass(scheduled: true)
+                } catch {
+                    emit(SignalEmission(signal: .failed(FeedError.wrap(error, value: name))))
+                }
+            }
+        }
+
+        /// One pass: rebuild if needed, then apply batches until the log is exhausted or the subscriber stops. Runs on
+        /// `queue`.
+        private func pass(scheduled: Bool) throws -> Int {
+            let epoch = live.withLock { state -> UInt64? in
+                if scheduled {
+                    let liveOnly = state.queuedPassIsLiveOnly ?? true
+                    state.queuedPassIsLiveOnly = nil
+                    if liveOnly && state.subscription == nil { return nil }
+                }
+                state.passThread = pthread_self()
+                return state.stopEpoch
+            }
+            guard let epoch else { return 0 }
+            let outerPass = PassContext.enter()
+            defer {
+                PassContext.restore(outerPass)
+                live.withLock { $0.passThread = nil }
+            }
+            let stopped = { [live] in live.withLock { $0.stopEpoch != epoch } }
+
+            var applied = 0
+            while !stopped() {
+                let outcome: BatchOutcome
+                switch delivery {
+                case .transactional(let apply): outcome = try transactionalBatch(apply, stopped: stopped)
+                case .atLeastOnce(let handle): outcome = try atLeastOnceBatch(handle, stopped: stopped)
+                }
+                switch outcome {
+                case .needsRebuild(let cursor, let through):
+                    emit(SignalEmission(signal: .needsRebuild(cursor: cursor, prunedThrough: through)))
+                    if stopped() { return applied }
+                    try rebuildState()
+                case .applied(let count, let through, let stoppedDuringBatch):
+                    applied += count
+                    if stoppedDuringBatch { return applied }
+                    if count < batchSize {
+                        emit(SignalEmission(signal: .caughtUp(seq: through)))
+                        return applied
+                    }
+                }
+            }
+            return applied
+        }
+
+        /// Reads the position, applies up to a batch and advances the cursor, all in one write transaction.
+        private func transactionalBatch(
+            _ apply: @Sendable (EventRecord, Connection) throws -> Void, stopped: () -> Bool
+        ) throws -> BatchOutcome {
+            try service.store.write { db in
+                let cursors = SubscriberCursorRepository(db)
+                let log = EventLog(db)
+                let position = try cursors.position(for: name) ?? .start
+                if let through = try log.replayBaseline().rebuildPoint(for: position) {
+                    return .needsRebuild(cursor: position.lastSeq, through: through)
+                }
+                var count = 0
+                var last = position.lastSeq
+                var stoppedDuringBatch = false
+                do {
+                    try log.forEach(after: position.lastSeq, limit: batchSize) { event in
+                        if stopped() { throw StopRequested() }
                         try apply(event, db)
                         last = event.seq
                         count += 1
                     }
-                    if count > 0 { try SubscriberCursorRepository(db).setCursor(last, for: name, at: Date()) }
-                    return count
+                } catch is StopRequested {
+                    stoppedDuringBatch = true
                 }
-            case .atLeastOnce(let handle):
-                let events = try store.unsafeRead { db in try EventLog(db).events(after: cursor, limit: batchSize) }
-                var last = cursor
-                var handled = 0
-                defer {
-                    if last > cursor {
-                        _ = try? store.write { db in try SubscriberCursorRepository(db).setCursor(last, for: name, at: Date()) }
-                    }
-                }
-                for event in events {
-                    try handle(event)
-                    last = event.seq
-                    handled += 1
-                }
-                count = handled
-            }
-            applied += count
-            if count < batchSize {
-                let seq = try store.unsafeRead { db in try SubscriberCursorRepository(db).cursor(for: name) ?? 0 }
-                signalSubject.send(.caughtUp(seq: seq))
-                return applied
+                if count > 0 { try cursors.setCursor(last, for: name, at: Date()) }
+                return .applied(count: count, through: last, stopped: stoppedDuringBatch || stopped())
             }
         }
+
+        /// Reads the position and a batch in one snapshot, hands the events to the handler outside any transaction,
+        /// then moves the cursor forward (never back) past the events handled.
+        private func atLeastOnceBatch(_ handle: @Sendable (EventRecord) throws -> Void, stopped: () -> Bool) throws -> BatchOutcome {
+            let store = service.store
+            let (position, rebuildPoint, events) = try store.read { db in
+                let position = try SubscriberCursorRepository(db).position(for: name) ?? .start
+                let log = EventLog(db)
+                let point = try log.replayBaseline().rebuildPoint(for: position)
+                return (position, point, point == nil ? try log.events(after: position.lastSeq, limit: batchSize) : [])
+            }
+            if let rebuildPoint { return .needsRebuild(cursor: position.lastSeq, through: rebuildPoint) }
+            var last = position.lastSeq
+            var handled = 0
+            var stoppedDuringBatch = false
+            defer {
+                if last > position.lastSeq {
+                    _ = try? store.write { db in try SubscriberCursorRepository(db).advanceCursor(last, for: name, at: Date()) }
+                }
+            }
+            for event in events {
+                if stopped() {
+                    stoppedDuringBatch = true
+                    break
+                }
+                try handle(event)
+                last = event.seq
+                handled += 1
+            }
+            return .applied(count: handled, through: last, stopped: stoppedDuringBatch || stopped())
+        }
+
+        /// Rebuilds the state from the tables and moves the cursor to the end of the log, in one transaction — unless
+        /// another instance under the same name did it meanwhile.
+        private func rebuildState() throws {
+            guard let rebuild else {
+                throw FeedError.storage(
+                    .constraintViolation(
+                        field: "subscriber \(name)",
+                        reason: "the log cannot replay what it missed (pruned or bulk-loaded) and it has no rebuild"))
+            }
+            let seq = try service.store.write { db -> Int64? in
+                let cursors = SubscriberCursorRepository(db)
+                let log = EventLog(db)
+                let baseline = try log.replayBaseline()
+                guard baseline.rebuildPoint(for: try cursors.position(for: name) ?? .start) != nil else { return nil }
+                let last = try log.lastSeq()
+                try rebuild(db)
+                try cursors.markRebuilt(name, through: last, bulkGeneration: baseline.bulkGeneration, at: Date())
+                return last
+            }
+            if let seq { emit(SignalEmission(signal: .rebuilt(seq: seq))) }
+        }
+    }
+}
+
+/// Whether the current thread is running a ``DurableSubscriber`` pass (any subscriber's), in thread-local storage.
+///
+/// A pass holds no delivery role, but a transactional pass holds the writer connection, and any pass may be what
+/// another thread waits for: so a pass never blocks waiting for another subscriber's pass.
+private enum PassContext {
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        let status = pthread_key_create(&key, nil)
+        precondition(status == 0, "pthread_key_create failed: \(status)")
+        return key
+    }()
+
+    static var isRunningPass: Bool { pthread_getspecific(key) != nil }
+
+    /// Marks the current thread as running a pass; returns the previous mark for ``restore(_:)``.
+    static func enter() -> Bool {
+        let previous = isRunningPass
+        pthread_setspecific(key, UnsafeRawPointer(bitPattern: 1))
+        return previous
+    }
+
+    static func restore(_ previous: Bool) {
+        pthread_setspecific(key, previous ? UnsafeRawPointer(bitPattern: 1) : nil)
     }
 }

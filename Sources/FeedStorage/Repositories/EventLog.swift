@@ -75,6 +75,30 @@ public struct EventLog {
         try db.mapErrors { try db.fetchInt64("SELECT pruned_through FROM log_state WHERE id = 1") ?? 0 }
     }
 
+    /// What the log can no longer replay: the pruning mark and the latest bulk load.
+    public func replayBaseline() throws -> ReplayBaseline {
+        try db.mapErrors {
+            try db.fetchOne("SELECT pruned_through, bulk_generation, bulk_through FROM log_state WHERE id = 1") { row in
+                ReplayBaseline(prunedThrough: row.int64(at: 0), bulkGeneration: row.int64(at: 1), bulkThrough: row.int64(at: 2))
+            } ?? ReplayBaseline(prunedThrough: 0, bulkGeneration: 0, bulkThrough: 0)
+        }
+    }
+
+    /// Records, inside the transaction that did it, that likes were written outside the log (a bulk load): the
+    /// bulk generation goes up and the log's last seq becomes the bulk baseline, so every durable subscriber
+    /// rebuilds from the tables before it applies another event.
+    public func recordBulkLoad() throws {
+        try db.mapErrors {
+            try db.run(
+                """
+                UPDATE log_state
+                SET bulk_loaded = 1, bulk_generation = bulk_generation + 1,
+                    bulk_through = (SELECT coalesce(max(seq), 0) FROM events)
+                WHERE id = 1
+                """)
+        }
+    }
+
     /// Deletes every event with `seq <= through` — except the newest event of the log, which is always kept so that
     /// no seq is ever reused — and records the pruning point.
     ///
@@ -104,5 +128,35 @@ public struct EventLog {
             postID: row.optionalString(at: 3),
             likeCount: row.optionalInt64(at: 4).map(Int.init),
             at: date(millis: row.int64(at: 5)))
+    }
+}
+
+/// How far the event log can replay the tables: events up to ``prunedThrough`` were pruned, and likes were
+/// bulk-loaded without events ``bulkGeneration`` times, the latest when the log ended at ``bulkThrough``.
+///
+/// A durable subscriber can replay from its cursor only if it missed neither: see ``rebuildPoint(for:)``.
+public struct ReplayBaseline: Sendable, Hashable {
+    /// The highest seq removed by pruning (0 while the log is complete from seq 1).
+    public let prunedThrough: Int64
+    /// How many bulk loads wrote likes outside the log (0 when none did).
+    public let bulkGeneration: Int64
+    /// The log's last seq when the latest bulk load committed (0 when none did).
+    public let bulkThrough: Int64
+
+    /// A baseline from its parts.
+    public init(prunedThrough: Int64, bulkGeneration: Int64, bulkThrough: Int64) {
+        self.prunedThrough = prunedThrough
+        self.bulkGeneration = bulkGeneration
+        self.bulkThrough = bulkThrough
+    }
+
+    /// The seq through which a subscriber at `position` cannot replay what it missed — its cursor is behind the
+    /// pruning mark, or its state predates the latest bulk load — or `nil` when replaying from its cursor is
+    /// enough.
+    public func rebuildPoint(for position: SubscriberPosition) -> Int64? {
+        var point: Int64?
+        if position.lastSeq < prunedThrough { point = prunedThrough }
+        if position.bulkGeneration < bulkGeneration { point = max(point ?? 0, bulkThrough) }
+        return point
     }
 }

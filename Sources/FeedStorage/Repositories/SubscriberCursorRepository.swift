@@ -1,6 +1,23 @@
 public import FeedSQLite
 public import Foundation
 
+/// Where a durable subscriber stands: the last event seq it applied and the bulk loads its state already includes.
+public struct SubscriberPosition: Sendable, Hashable {
+    /// The last seq applied (0 when it never ran).
+    public let lastSeq: Int64
+    /// The ``ReplayBaseline/bulkGeneration`` its state includes: the value at its last rebuild, 0 before any.
+    public let bulkGeneration: Int64
+
+    /// A position; `SubscriberPosition.start` is the one of a subscriber that never ran.
+    public init(lastSeq: Int64, bulkGeneration: Int64) {
+        self.lastSeq = lastSeq
+        self.bulkGeneration = bulkGeneration
+    }
+
+    /// A subscriber that never stored a cursor: nothing applied, no bulk load included.
+    public static let start = SubscriberPosition(lastSeq: 0, bulkGeneration: 0)
+}
+
 /// Durable subscriber cursors: for each named subscriber, the last event seq it applied.
 public struct SubscriberCursorRepository {
     let db: Connection
@@ -13,21 +30,72 @@ public struct SubscriberCursorRepository {
         try db.mapErrors { try db.fetchInt64("SELECT last_seq FROM subscriber_cursors WHERE name = ?", name) }
     }
 
+    /// The subscriber's cursor and bulk generation, or `nil` when it has never stored a cursor.
+    ///
+    /// Read it inside the write transaction that applies the next batch and advances the cursor: then a second
+    /// instance running under the same name waits for that transaction and sees its result, so no batch is
+    /// applied twice.
+    public func position(for name: String) throws -> SubscriberPosition? {
+        try db.mapErrors {
+            try db.fetchOne("SELECT last_seq, bulk_generation FROM subscriber_cursors WHERE name = ?", name) { row in
+                SubscriberPosition(lastSeq: row.int64(at: 0), bulkGeneration: row.int64(at: 1))
+            }
+        }
+    }
+
     /// Stores the subscriber's last applied seq.
     ///
     /// - Throws: ``StorageError/constraintViolation(field:reason:)`` for an empty or over-long name or a negative
     ///   seq.
     public func setCursor(_ seq: Int64, for name: String, at time: Date) throws {
-        guard !name.isEmpty, name.unicodeScalars.count <= 128 else {
-            throw StorageError.constraintViolation(field: "subscriber name", reason: "use 1 to 128 characters")
-        }
-        guard seq >= 0 else { throw StorageError.constraintViolation(field: "cursor", reason: "it is negative") }
+        try Self.validate(name: name, seq: seq)
         try db.mapErrors {
             try db.run(
                 """
                 INSERT INTO subscriber_cursors (name, last_seq, updated_at) VALUES (?1, ?2, ?3)
                 ON CONFLICT (name) DO UPDATE SET last_seq = excluded.last_seq, updated_at = excluded.updated_at
                 """, name, seq, millis(time))
+        }
+    }
+
+    /// Moves the subscriber's cursor forward to `seq`; a cursor already at or past `seq` stays where it is.
+    ///
+    /// For a handler that runs outside the database: another instance under the same name may have advanced the
+    /// cursor further meanwhile, and a cursor never moves back.
+    ///
+    /// - Returns: the stored cursor afterwards.
+    /// - Throws: ``StorageError/constraintViolation(field:reason:)`` as ``setCursor(_:for:at:)``.
+    @discardableResult
+    public func advanceCursor(_ seq: Int64, for name: String, at time: Date) throws -> Int64 {
+        try Self.validate(name: name, seq: seq)
+        return try db.mapErrors {
+            try db.run(
+                """
+                INSERT INTO subscriber_cursors (name, last_seq, updated_at) VALUES (?1, ?2, ?3)
+                ON CONFLICT (name) DO UPDATE SET last_seq = excluded.last_seq, updated_at = excluded.updated_at
+                WHERE excluded.last_seq > subscriber_cursors.last_seq
+                """, name, seq, millis(time))
+            return try db.fetchInt64("SELECT last_seq FROM subscriber_cursors WHERE name = ?", name) ?? seq
+        }
+    }
+
+    /// Records a rebuild: the subscriber's state now reflects the tables as of `seq` and includes bulk load
+    /// `bulkGeneration`.
+    ///
+    /// - Throws: ``StorageError/constraintViolation(field:reason:)`` as ``setCursor(_:for:at:)``, or for a negative
+    ///   generation.
+    public func markRebuilt(_ name: String, through seq: Int64, bulkGeneration: Int64, at time: Date) throws {
+        try Self.validate(name: name, seq: seq)
+        guard bulkGeneration >= 0 else {
+            throw StorageError.constraintViolation(field: "bulk generation", reason: "it is negative")
+        }
+        try db.mapErrors {
+            try db.run(
+                """
+                INSERT INTO subscriber_cursors (name, last_seq, updated_at, bulk_generation) VALUES (?1, ?2, ?3, ?4)
+                ON CONFLICT (name) DO UPDATE
+                SET last_seq = excluded.last_seq, updated_at = excluded.updated_at, bulk_generation = excluded.bulk_generation
+                """, name, seq, millis(time), bulkGeneration)
         }
     }
 
@@ -45,5 +113,12 @@ public struct SubscriberCursorRepository {
             }
             return cursors
         }
+    }
+
+    private static func validate(name: String, seq: Int64) throws {
+        guard !name.isEmpty, name.unicodeScalars.count <= 128 else {
+            throw StorageError.constraintViolation(field: "subscriber name", reason: "use 1 to 128 characters")
+        }
+        guard seq >= 0 else { throw StorageError.constraintViolation(field: "cursor", reason: "it is negative") }
     }
 }
