@@ -5,7 +5,14 @@ import Synchronization
 /// W5: a second process (`feedsync-bench agent-writer`) toggles likes at a fixed rate and prints `seq wallNanos`
 /// after each commit; this process follows the database with a ``ChangeFeed`` and stamps each event's arrival on
 /// `service.bridge.changes` with CLOCK_REALTIME. Then it measures its own CPU use while nothing changes.
+///
+/// `--rate R` (the default, R = 200) prints one line with the latencies and the idle CPU. `--rates 1,2,5,…`
+/// sweeps: one writer per rate in turn, against the same database and feed, one line per rate, then one line with
+/// the idle CPU and whether every rate passed.
 enum W5CrossProcess {
+    /// The sweep `--rates` runs when given without a list of its own (`--rates default`).
+    static let defaultRates = [1, 2, 5, 10, 20, 50, 100, 200]
+
     /// Arrival stamps by seq (written by the change feed's thread) and the writer's commit stamps (by the pipe reader).
     final class Stamps: Sendable {
         private let arrivals = Mutex<[Int64: UInt64]>([:])
@@ -18,6 +25,9 @@ enum W5CrossProcess {
 
         func committed(_ seq: Int64, _ nanos: UInt64) { commits.withLock { $0.append((seq, nanos)) } }
 
+        /// Forgets the commits of the previous rate (arrivals are kept: seqs never repeat).
+        func resetCommits() { commits.withLock { $0.removeAll() } }
+
         var arrivalsSnapshot: [Int64: UInt64] { arrivals.withLock { $0 } }
         var commitsSnapshot: [(seq: Int64, nanos: UInt64)] { commits.withLock { $0 } }
 
@@ -28,14 +38,50 @@ enum W5CrossProcess {
         }
     }
 
+    /// What one rate measured.
+    struct Measurement {
+        let rate: Int
+        let events: Int
+        let latencies: [Int64]
+        let missed: Int
+        /// This process's CPU use (user + system) while the writer ran, in % of one core.
+        let cpuPercent: Double
+        let ok: Bool
+
+        func add(to line: inout JSONLine, seconds: Int) {
+            line.add("rate", rate)
+            line.add("seconds", seconds)
+            line.add("events", events)
+            line.add("p50_ms", Double(percentile(latencies, 50)) / 1e6, digits: 3)
+            line.add("p99_ms", Double(percentile(latencies, 99)) / 1e6, digits: 3)
+            line.add("max_ms", Double(latencies.last ?? 0) / 1e6, digits: 3)
+            line.add("missed", missed)
+            line.add("cpu_pct", cpuPercent, digits: 2)
+        }
+    }
+
     static func run(_ args: Arguments) throws -> Bool {
-        let rate = try args.int("rate", 200)
+        let single = args.optionalString("rate")
+        let sweep = args.optionalString("rates")
         let duration = try args.int("seconds", 10)
         let idleSeconds = try args.int("idle-seconds", 10)
         let users = try args.int("users", 1_000)
         let posts = try args.int("posts", 10_000)
+        let rates: [Int]
+        switch (single, sweep) {
+        case (.some, .some):
+            throw BenchError("give --rate R or --rates LIST, not both")
+        case (_, .some("default")):
+            rates = defaultRates
+        case (_, .some(let list)):
+            rates = list.split(separator: ",").compactMap { Int($0) }
+            guard !rates.isEmpty, rates.count == list.split(separator: ",").count, rates.allSatisfy({ $0 > 0 }) else {
+                throw BenchError("--rates needs positive integers like 1,10,100, or default")
+            }
+        case (_, .none):
+            rates = [try args.int("rate", 200)]
+        }
         try args.finish()
-        let count = rate * duration
 
         let directory = try TempDirectory()
         defer { directory.remove() }
@@ -48,6 +94,53 @@ enum W5CrossProcess {
         let feed = ChangeFeed(service: service)
         try feed.start()
 
+        var measurements: [Measurement] = []
+        for rate in rates {
+            if sweep != nil { note("w5: \(rate) changes/s for \(duration) s") }
+            let measurement = try measure(
+                rate: rate, seconds: duration, path: path, users: users, posts: posts, stamps: stamps)
+            measurements.append(measurement)
+            if sweep != nil {
+                var line = JSONLine()
+                line.add("workload", "w5")
+                line.add("impl", "feedsync")
+                measurement.add(to: &line, seconds: duration)
+                line.finish(ok: measurement.ok)
+            }
+        }
+
+        // Idle: nothing changes; the change feed keeps watching.
+        usleep(500_000)
+        let idleWallStart = monotonicNanos()
+        let idleCPUStart = processCPUNanos()
+        if idleSeconds > 0 { usleep(UInt32(idleSeconds) * 1_000_000) }
+        let idleCPU = Double(processCPUNanos() - idleCPUStart)
+        let idleWall = Double(monotonicNanos() - idleWallStart)
+        let stillRunning = feed.isRunning
+
+        feed.stop()
+        subscription.cancel()
+
+        let ok = stillRunning && measurements.allSatisfy(\.ok)
+        var line = JSONLine()
+        line.add("workload", "w5")
+        line.add("impl", "feedsync")
+        if sweep == nil, let measurement = measurements.first {
+            measurement.add(to: &line, seconds: duration)
+        } else {
+            line.add("rates", rates.map(String.init).joined(separator: ","))
+            line.add("seconds", duration)
+        }
+        line.add("idle_seconds", idleSeconds)
+        line.add("idle_cpu_pct", idleWall > 0 ? idleCPU / idleWall * 100 : 0, digits: 3)
+        line.finish(ok: ok)
+        return ok
+    }
+
+    /// Runs one writer at `rate` for `seconds` and collects the latency of each acknowledged commit.
+    static func measure(rate: Int, seconds: Int, path: String, users: Int, posts: Int, stamps: Stamps) throws -> Measurement {
+        let count = rate * seconds
+        stamps.resetCommits()
         // The writer: this same executable, `agent-writer`.
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         let writer = Process()
@@ -77,10 +170,14 @@ enum W5CrossProcess {
             }
             readerDone.signal()
         }
+        let wallStart = monotonicNanos()
+        let cpuStart = processCPUNanos()
         try writer.run()
         reader.start()
         writer.waitUntilExit()
         readerDone.wait()
+        let cpu = Double(processCPUNanos() - cpuStart)
+        let wall = Double(monotonicNanos() - wallStart)
         let writerOK = writer.terminationStatus == 0
 
         // Events acknowledged by the writer get 2 s to arrive.
@@ -100,32 +197,9 @@ enum W5CrossProcess {
             }
         }
         latencies.sort()
-
-        // Idle: nothing changes; the change feed keeps watching.
-        usleep(500_000)
-        let idleWallStart = monotonicNanos()
-        let idleCPUStart = processCPUNanos()
-        if idleSeconds > 0 { usleep(UInt32(idleSeconds) * 1_000_000) }
-        let idleCPU = Double(processCPUNanos() - idleCPUStart)
-        let idleWall = Double(monotonicNanos() - idleWallStart)
-
-        feed.stop()
-        subscription.cancel()
-
         let ok = writerOK && commits.count == count && missed == 0
-        var line = JSONLine()
-        line.add("workload", "w5")
-        line.add("impl", "feedsync")
-        line.add("rate", rate)
-        line.add("seconds", duration)
-        line.add("events", commits.count)
-        line.add("p50_ms", Double(percentile(latencies, 50)) / 1e6, digits: 3)
-        line.add("p99_ms", Double(percentile(latencies, 99)) / 1e6, digits: 3)
-        line.add("max_ms", Double(latencies.last ?? 0) / 1e6, digits: 3)
-        line.add("missed", missed)
-        line.add("idle_seconds", idleSeconds)
-        line.add("idle_cpu_pct", idleWall > 0 ? idleCPU / idleWall * 100 : 0, digits: 3)
-        line.finish(ok: ok)
-        return ok
+        return Measurement(
+            rate: rate, events: commits.count, latencies: latencies, missed: missed,
+            cpuPercent: wall > 0 ? cpu / wall * 100 : 0, ok: ok)
     }
 }

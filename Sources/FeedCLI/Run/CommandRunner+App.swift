@@ -2,6 +2,7 @@ internal import FeedSync
 
 extension CommandRunner {
     /// `app`: the interactive feed → detail → like → back flow, reading commands from stdin (a terminal or a pipe).
+    /// A deleted or replaced database file ends it with status 74.
     func app(_ command: FeedCommand) async throws(CLIError) -> ExitCode {
         let service = try context.openService(create: false)
         defer { service.store.close() }  // the last connection to close checkpoints the WAL
@@ -9,7 +10,9 @@ extension CommandRunner {
         // Fail early, with the usual message and status, when the viewer does not exist.
         _ = try attempt { () throws(FeedError) in try service.feedPage(viewerID: viewer, limit: 1) }
         let output = AppOutput(console: console, style: context.style, interactive: context.terminal.stdinIsTerminal)
-        let live = try LiveChanges(service: service)
+        let adapter = ActionStreamAdapter<AppAction>()
+        // Following cannot go on: end the session as if input had ended.
+        let live = try LiveChanges(service: service) { adapter.finish() }
         let notices = service.bridge.changes.sink { event in
             guard event.userID != viewer, let postID = event.postID else { return }
             switch event.kind {
@@ -22,7 +25,6 @@ extension CommandRunner {
                 break
             }
         }
-        let adapter = ActionStreamAdapter<AppAction>()
         let input = LineInputSource(listener: adapter)
         await withDependencies {
             $0.feedClient = .live(service)
@@ -33,6 +35,7 @@ extension CommandRunner {
         live.stop()
         notices.cancel()
         withExtendedLifetime(input) {}
+        if let failure = live.failure { throw failure }
         return .success
     }
 }

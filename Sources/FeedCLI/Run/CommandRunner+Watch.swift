@@ -2,14 +2,15 @@ internal import FeedSync
 
 extension CommandRunner {
     /// `watch`: the feed, redrawn whenever it changes (here or in another process) until Ctrl-C. On a terminal the
-    /// screen is cleared and redrawn; into a pipe each new frame follows a blank line, flushed at once.
+    /// screen is cleared and redrawn; into a pipe each new frame follows a blank line, flushed at once. A deleted or
+    /// replaced database file ends it with status 74.
     func watch(_ command: FeedCommand) async throws(CLIError) -> ExitCode {
         let service = try context.openService(create: false)
         defer { service.store.close() }  // the last connection to close checkpoints the WAL
         let viewer = context.settings.userID
         if let viewer { _ = try attempt { () throws(FeedError) in try service.feedPage(viewerID: viewer, limit: 1) } }
         let stop = StopSignal()
-        let live = try LiveChanges(service: service)
+        let live = try LiveChanges(service: service) { stop.fire() }
         let renderer = WatchRenderer(runner: self, viewer: viewer)
         await withDependencies {
             $0.feedClient = .live(service)
@@ -21,6 +22,7 @@ extension CommandRunner {
             subscription.cancel()
         }
         live.stop()
+        if let failure = live.failure { throw failure }
         return .success
     }
 }

@@ -11,8 +11,15 @@ internal import Foundation
 /// connection for `PRAGMA data_version`, which changes when another connection commits. Only then does it read
 /// the log from the last published seq. Nothing runs while nothing changes but one cheap pragma per timer tick.
 ///
+/// A notification can come before the commit it announces is visible: the writer's last `write(2)` to `-wal`
+/// raises it, and only afterwards does the writer publish the commit in the `-shm` index (through `mmap`, which
+/// raises no notification). So after every notification the feed checks again on a short schedule (0.1 ms
+/// rising to 8 ms, about 15 ms in all) before it goes back to the long timer.
+///
 /// Errors never stop the feed: a `SQLITE_BUSY`, a locked database or an I/O error is reported on ``errors`` and
-/// retried with exponential backoff (up to ``Options/maximumBackoff``).
+/// retried with exponential backoff (up to ``Options/maximumBackoff``). The one exception is a database file that
+/// was deleted or replaced (its device or inode changed): the feed reports ``FeedError/databaseReplaced(path:)``
+/// once on ``errors`` and stops, since it would otherwise keep reading the old file forever.
 ///
 /// ```swift
 /// let service = try FeedService(path: path)
@@ -33,28 +40,48 @@ public final class ChangeFeed: Sendable {
 
         /// A failure to inject before each check, for tests of the retry path (BUSY is hard to provoke on demand
         /// in WAL mode, where readers are almost never blocked).
-        var faultInjector: (@Sendable () throws -> Void)?
+        var faultInjector: (@Sendable () throws -> Void)? {
+            get {
+                guard let inject = injectFault else { return nil }
+                return { @Sendable () throws in try inject(FaultPoint()) }
+            }
+            set {
+                guard let inject = newValue else { return injectFault = nil }
+                injectFault = { @Sendable (_: FaultPoint) throws in try inject() }
+            }
+        }
+
+        /// The stored form of ``faultInjector``: its parameter is a private type, so code outside this file that
+        /// reaches it by reflection cannot cast it to a function type it could call.
+        fileprivate var injectFault: (@Sendable (FaultPoint) throws -> Void)?
 
         /// The defaults: inotify plus a 250 ms timer, backoff up to 2 s.
         public init() {}
     }
 
-    /// Whether the feed's thread is running.
-    public var isRunning: Bool { state.withLock { $0.thread != nil } }
+    /// Whether the feed follows the database: from ``start()`` until ``stop()``, or until the database file was
+    /// replaced.
+    public var isRunning: Bool { state.withLock { $0.current != nil } }
 
-    /// Failures while watching or reading; the feed keeps going and retries.
-    public var errors: AnyPublisher<FeedError, Never> { errorSubject.sealed() }
+    /// Failures while watching or reading; the feed keeps going and retries, except after
+    /// ``FeedError/databaseReplaced(path:)``, its last report.
+    public var errors: AnyPublisher<FeedError, Never> { errorChannel.publisher }
+
+    /// The delays of the re-checks after a file notification, each counted from the previous check. Commits are
+    /// visible microseconds after their last `-wal` write; the tail covers a writer descheduled in between.
+    static let recheckDelays: [Duration] = [
+        .microseconds(100), .microseconds(400), .milliseconds(1), .milliseconds(2), .milliseconds(4), .milliseconds(8),
+    ]
 
     private let service: FeedService
     private let options: Options
-    private let errorSubject = PassthroughPublisher<FeedError, Never>()
+    private let errorChannel = ErrorChannel()
     private let state = Locked<RunState>(RunState())
 
+    /// The feed's runs: at most one current, plus those stopped whose thread has not ended yet.
     private struct RunState {
-        var thread: Thread?
-        var watcher: FileChangeWatcher?
-        var finished: DispatchSemaphore?
-        var stopRequested = false
+        var current: Run?
+        var stopping: [Run] = []
     }
 
     /// Creates a feed for `service`'s database. Call ``start()`` to begin.
@@ -68,6 +95,7 @@ public final class ChangeFeed: Sendable {
     }
 
     /// Starts watching: publishes what was committed since the service's last published event, then follows.
+    /// Does nothing while the feed is running.
     ///
     /// - Throws: ``FeedError`` when the database has no file (in-memory databases have no other processes) or the
     ///   watch connection cannot be opened.
@@ -75,47 +103,74 @@ public final class ChangeFeed: Sendable {
         guard let path = service.store.path else {
             throw FeedError.storage(.cannotOpen(path: ":memory:", reason: "an in-memory database has no other processes to follow"))
         }
+        if isRunning { return }
         let connection: Connection
         do {
             connection = try Connection(location: .file(path), readOnly: true, configuration: service.store.database.configuration)
         } catch {
             throw FeedError.storage(StorageError(error, path: path))
         }
-        let directory = (path as NSString).deletingLastPathComponent
-        let watcher = FileChangeWatcher(directory: directory.isEmpty ? "." : directory, enabled: options.watchFiles)
-        let box = ConnectionBox(connection)
-        let sharedState = state
+        guard case .file(let identity) = FileIdentity.lookUp(path) else {
+            connection.close()
+            throw FeedError.databaseReplaced(path: path)
+        }
+        let run = Run(watcher: FileChangeWatcher(databasePath: path, enabled: options.watchFiles))
         let started = state.withLock { state -> Bool in
-            guard state.thread == nil else { return false }
-            state.stopRequested = false
-            state.watcher = watcher
-            let finished = DispatchSemaphore(value: 0)
-            state.finished = finished
-            // The thread holds what it needs, not the feed: a feed that is released stops its thread in deinit.
-            let thread = Thread { [sharedState, service, options, errorSubject] in
-                Self.run(
-                    connection: box.take(), watcher: watcher, state: sharedState, service: service, options: options,
-                    errors: errorSubject)
-                finished.signal()
-            }
-            thread.name = "FeedSync.ChangeFeed"
-            state.thread = thread
-            thread.start()
+            guard state.current == nil else { return false }
+            state.current = run
+            // Under the lock: a stop() that takes this run waits for its thread.
+            run.finished.enter()
             return true
         }
-        if !started { connection.close() }
+        guard started else {
+            connection.close()
+            return
+        }
+        let box = ConnectionBox(connection)
+        // The thread holds what it needs, not the feed: a feed that is released stops its thread in deinit.
+        let context = RunContext(
+            path: path, identity: identity, service: service, options: options, errors: errorChannel, state: state, run: run)
+        let thread = Thread {
+            run.markCurrentThread()
+            Self.follow(connection: box.take(), context: context)
+            context.state.withLock { state in
+                if state.current === run { state.current = nil }
+                state.stopping.removeAll { $0 === run }
+            }
+            run.finished.leave()
+        }
+        thread.name = "FeedSync.ChangeFeed"
+        thread.start()
     }
 
-    /// Stops watching and returns once the thread has ended its current step.
+    /// Stops watching and returns once the thread has ended its current step (waiting at most 5 seconds).
+    ///
+    /// Called on the feed's own thread — from a subscriber running during the feed's delivery, or from an
+    /// ``errors`` sink — it returns at once, and the thread ends after its current step.
     public func stop() {
-        let (watcher, finished) = state.withLock { state -> (FileChangeWatcher?, DispatchSemaphore?) in
-            state.stopRequested = true
-            defer { state.finished = nil }
-            return (state.watcher, state.finished)
+        let runs = state.withLock { state -> [Run] in
+            if let current = state.current {
+                state.stopping.append(current)
+                state.current = nil
+            }
+            return state.stopping
         }
-        watcher?.wake()
-        // Wait for the thread to finish its current step, bounded, without holding the lock.
-        _ = finished?.wait(timeout: .now() + 5)
+        for run in runs { run.requestStop() }
+        _ = Self.waitForThreads(of: runs, timeout: .seconds(5))
+    }
+
+    /// Waits until the threads of stopped runs have ended (except the calling thread, when it is one of them); for
+    /// tests of ``stop()`` called on the feed's own thread.
+    ///
+    /// - Returns: whether they all ended within `timeout`.
+    func waitUntilStopped(timeout: Duration) -> Bool {
+        Self.waitForThreads(of: state.withLock { $0.stopping }, timeout: timeout)
+    }
+
+    private static func waitForThreads(of runs: [Run], timeout: Duration) -> Bool {
+        let (seconds, attoseconds) = timeout.components
+        let deadline = DispatchTime.now() + .nanoseconds(Int(clamping: seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
+        return runs.allSatisfy { $0.isCurrentThread || $0.finished.wait(timeout: deadline) == .success }
     }
 
     /// Checks the database now and publishes what other processes committed, on the calling thread.
@@ -128,35 +183,151 @@ public final class ChangeFeed: Sendable {
 
     // MARK: - The watching thread
 
-    private static func run(
-        connection: Connection, watcher: FileChangeWatcher, state: Locked<RunState>, service: FeedService,
-        options: Options, errors errorSubject: PassthroughPublisher<FeedError, Never>
-    ) {
-        defer {
-            connection.close()
-            state.withLock { state in
-                state.thread = nil
-                state.watcher = nil
-            }
-        }
+    /// Everything the watching thread needs, without the feed itself.
+    private struct RunContext: Sendable {
+        let path: String
+        let identity: FileIdentity
+        let service: FeedService
+        let options: Options
+        let errors: ErrorChannel
+        let state: Locked<RunState>
+        let run: Run
+    }
+
+    private static func follow(connection: Connection, context: RunContext) {
+        defer { connection.close() }
+        let run = context.run
+        let delays = recheckDelays
         var lastVersion: Int64?
         var backoff: Duration = .zero
-        while !state.withLock({ $0.stopRequested }) {
+        // The next re-check after a file notification, as an index into `delays`; `delays.count` when none is due.
+        var recheck = delays.count
+        while !run.isStopRequested {
+            switch FileIdentity.lookUp(context.path) {
+            case .file(context.identity), .unknown:
+                break
+            case .file, .missing:
+                // Deleted, or replaced by another file: this connection would keep reading the old one. The feed
+                // stops (no longer running when the error arrives), then reports it.
+                context.state.withLock { state in
+                    guard state.current === run else { return }
+                    state.current = nil
+                    state.stopping.append(run)
+                }
+                context.errors.send(.databaseReplaced(path: context.path))
+                return
+            }
             do {
-                try options.faultInjector?()
+                try context.options.injectFault?(FaultPoint())
                 let version = try connection.dataVersion()
                 if version != lastVersion {
-                    try service.publishCommittedEvents()
+                    try context.service.publishCommittedEvents()
                     lastVersion = version
                 }
                 backoff = .zero
             } catch {
-                errorSubject.send(FeedError.wrap(error))
-                backoff = min(max(backoff * 2, .milliseconds(10)), options.maximumBackoff)
+                context.errors.send(FeedError.wrap(error))
+                backoff = min(max(backoff * 2, .milliseconds(10)), context.options.maximumBackoff)
             }
-            if state.withLock({ $0.stopRequested }) { break }
-            watcher.wait(timeout: backoff > .zero ? backoff : options.pollInterval)
+            if run.isStopRequested { return }
+            let timeout =
+                if backoff > .zero { backoff } else if recheck < delays.count { delays[recheck] } else { context.options.pollInterval }
+            switch run.watcher.wait(timeout: timeout) {
+            case .fileChanged: recheck = 0
+            case .timedOut: recheck = min(recheck + 1, delays.count)
+            case .woken: break
+            }
         }
+    }
+}
+
+/// A point where ``ChangeFeed/Options`` may inject a fault; a private type, so that the stored injector cannot be
+/// called by code that reaches it through reflection.
+private struct FaultPoint {}
+
+/// The side channel behind ``ChangeFeed/errors``.
+///
+/// Its sender exists only inside the two closures' captures, and both closures take a ``Key`` — a private type —
+/// so a `Mirror` walk from a ``ChangeFeed`` reaches no stored publisher that sends, and no closure that code
+/// outside this file can cast to a callable type.
+private struct ErrorChannel: Sendable {
+    struct Key {}
+
+    private let subscribeBody: @Sendable (Key) -> AnyPublisher<FeedError, Never>
+    private let sendBody: @Sendable (Key, FeedError) -> Void
+
+    init() {
+        let subject = PassthroughPublisher<FeedError, Never>()
+        subscribeBody = { _ in subject.sealed() }
+        sendBody = { _, error in subject.send(error) }
+    }
+
+    /// A subscribe-only handle.
+    var publisher: AnyPublisher<FeedError, Never> { subscribeBody(Key()) }
+
+    /// Reports `error` to the current subscribers.
+    func send(_ error: FeedError) { sendBody(Key(), error) }
+}
+
+/// One run of the watching thread: its stop flag, its wake-up source and its end.
+private final class Run: Sendable {
+    let watcher: FileChangeWatcher
+    /// Entered when the run becomes current, left when its thread has ended.
+    let finished = DispatchGroup()
+    private let flags = Locked<Flags>(Flags())
+
+    private struct Flags {
+        var stopRequested = false
+        var thread: pthread_t?
+    }
+
+    init(watcher: FileChangeWatcher) {
+        self.watcher = watcher
+    }
+
+    var isStopRequested: Bool { flags.withLock { $0.stopRequested } }
+
+    /// Whether the caller runs on this run's thread.
+    var isCurrentThread: Bool {
+        guard let thread = flags.withLock({ $0.thread }) else { return false }
+        return pthread_equal(thread, pthread_self()) != 0
+    }
+
+    /// Records the calling thread as this run's; called first thing on the thread.
+    func markCurrentThread() {
+        let current = pthread_self()
+        flags.withLock { $0.thread = current }
+    }
+
+    /// Asks the thread to end after its current step and wakes it if it waits.
+    func requestStop() {
+        flags.withLock { $0.stopRequested = true }
+        watcher.wake()
+    }
+}
+
+/// A file's device and inode: which file a path names.
+private struct FileIdentity: Equatable, Sendable {
+    let device: UInt64
+    let inode: UInt64
+
+    /// What a path names now.
+    enum Lookup: Equatable {
+        /// This file.
+        case file(FileIdentity)
+        /// Nothing: the path or one of its directories does not exist.
+        case missing
+        /// `stat(2)` failed otherwise (permissions, memory); nothing is known.
+        case unknown
+    }
+
+    /// Looks up `path` with one `stat(2)`.
+    static func lookUp(_ path: String) -> Lookup {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            return errno == ENOENT || errno == ENOTDIR ? .missing : .unknown
+        }
+        return .file(FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)))
     }
 }
 
