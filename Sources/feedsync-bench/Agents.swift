@@ -7,8 +7,9 @@ import Foundation
 ///   toggle stream at a fixed rate; after each commit prints `seq wallNanos` (CLOCK_REALTIME) and flushes.
 /// - `agent-load --db PATH --ops N --seed S [--users 20] [--posts 50]`: N random like / unlike / toggle commands,
 ///   each its own transaction; prints `done N failures F`; exit status 1 if any command failed.
-/// - `agent-crash --db PATH --user ID`: likes/unlikes in a loop forever, printing `ack SEQ` after each commit,
-///   until killed.
+/// - `agent-crash --db PATH --user ID [--threads T]`: likes/unlikes in a loop forever, printing
+///   `ack SEQ POST LIKED` after each commit, until killed; with T > 1, T threads do so at once as users
+///   `user1`…`userT` (so their commands overlap and share transactions through group commit).
 /// - `agent-subscriber --db PATH --name NAME`: a durable subscriber whose effect lives in the same database
 ///   (table `agent_applied`), exactly once; follows other processes' changes; prints `applied SEQ` per batch.
 enum Agents {
@@ -70,14 +71,30 @@ enum Agents {
         let path = args.string("db", "")
         let user = args.string("user", "user1")
         let posts = try args.int("posts", 50)
+        let threads = try args.int("threads", 1)
         try args.finish()
         guard !path.isEmpty else { throw BenchError("agent-crash needs --db PATH") }
+        guard threads >= 1 else { throw BenchError("agent-crash needs --threads 1 or more") }
         let service = try FeedService(path: path)
-        var random = BenchRandom(seed: UInt64(getpid()))
-        while true {
-            let result = try service.toggle(userID: user, postID: "post\(1 + random.next(posts))")
-            emitLine("ack \(result.seq ?? 0) \(result.postID) \(result.liked ? 1 : 0)")
+        @Sendable func loop(user: String, seed: UInt64) {
+            var random = BenchRandom(seed: seed)
+            while true {
+                do {
+                    let result = try service.toggle(userID: user, postID: "post\(1 + random.next(posts))")
+                    emitLine("ack \(result.seq ?? 0) \(result.postID) \(result.liked ? 1 : 0)")
+                } catch {
+                    FileHandle.standardError.write(Data("agent-crash: \(error)\n".utf8))
+                    exit(1)
+                }
+            }
         }
+        if threads == 1 {
+            loop(user: user, seed: UInt64(getpid()))
+        }
+        for k in 1...threads {
+            Thread.detachNewThread { loop(user: "user\(k)", seed: UInt64(getpid()) &* 31 &+ UInt64(k)) }
+        }
+        while true { pause() }
     }
 
     static func subscriber(_ args: Arguments) throws {

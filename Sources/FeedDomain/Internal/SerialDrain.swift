@@ -6,6 +6,9 @@ internal import Foundation
 /// only block waiting for drains at a *lower* level. Waits therefore always go strictly downwards, so no cycle of
 /// waits — no deadlock — can form between drains. See "Threading contract" in `Docs/Architecture.md`.
 enum DrainLevel: Int, Comparable {
+    /// Group commit: the leader runs a batch of callers' commands in one transaction. Runs no callback; waits only
+    /// for the writer connection and SQLite's file lock.
+    case writer = 0
     /// The event sequencer: delivers committed events to the bridge's subscribers. Never waits on anything.
     case delivery = 1
     /// A projection's action loop: may wait for delivery (its effects' commands wait until their events went out).
@@ -16,7 +19,7 @@ enum DrainLevel: Int, Comparable {
 
 /// The lowest ``DrainLevel`` the current thread is running work for, kept in thread-local storage.
 enum DrainContext {
-    /// The key of the thread-local slot; its value is the held level's raw value, or 0 (nil) when none.
+    /// The key of the thread-local slot; its value is the held level's raw value plus one, or 0 (nil) when none.
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
         let status = pthread_key_create(&key, nil)
@@ -27,7 +30,7 @@ enum DrainContext {
     /// The lowest level held by the current thread, or `nil` when it runs no drain's work (a "free" thread).
     static var heldLevel: DrainLevel? {
         let raw = Int(bitPattern: pthread_getspecific(key))
-        return raw == 0 ? nil : DrainLevel(rawValue: raw)
+        return raw == 0 ? nil : DrainLevel(rawValue: raw - 1)
     }
 
     /// Whether the current thread may block waiting for another thread that drains at `level`.
@@ -40,13 +43,13 @@ enum DrainContext {
     static func enter(_ level: DrainLevel) -> DrainLevel? {
         let previous = heldLevel
         let lowest = previous.map { min($0, level) } ?? level
-        pthread_setspecific(key, UnsafeRawPointer(bitPattern: lowest.rawValue))
+        pthread_setspecific(key, UnsafeRawPointer(bitPattern: lowest.rawValue + 1))
         return previous
     }
 
     /// Restores the mark saved by ``enter(_:)``.
     static func restore(_ previous: DrainLevel?) {
-        pthread_setspecific(key, previous.map { UnsafeRawPointer(bitPattern: $0.rawValue) } ?? nil)
+        pthread_setspecific(key, previous.map { UnsafeRawPointer(bitPattern: $0.rawValue + 1) } ?? nil)
     }
 }
 

@@ -34,6 +34,8 @@ public final class FeedService: Sendable {
     private let userKeys = Locked<[String: Int64]>([:])
     private let postKeys = Locked<[String: Int64]>([:])
     private static let keyCacheLimit = 100_000
+    /// Like commands from overlapping callers share one transaction.
+    let group: GroupCommit
 
     /// Creates a service over an open store.
     ///
@@ -47,6 +49,9 @@ public final class FeedService: Sendable {
         self.bridge = bridge
         self.date = date
         self.uuid = uuid
+        group = GroupCommit(store: store, sequencer: bridge.sequencer) { [userKeys, postKeys] db, commands, now, events in
+            try Self.apply(commands, at: now, db: db, events: &events, userKeys: userKeys, postKeys: postKeys)
+        }
         do {
             let last = try store.unsafeRead { db in try EventLog(db).lastSeq() }
             bridge.sequencer.setBaseline(last)
@@ -131,51 +136,71 @@ public final class FeedService: Sendable {
 
     /// Runs several like commands in one transaction: all commit or none does; events go out after the commit.
     ///
+    /// Commands from callers on other threads that overlap this call may share its transaction (group commit);
+    /// each caller's commands still commit or fail together, and a failure in one caller's commands fails only
+    /// that caller. The call returns once the transaction holding its commands committed and its events were
+    /// delivered.
+    ///
     /// - Returns: one result per command, in order.
     public func perform(_ commands: [LikeCommand]) throws(FeedError) -> [LikeResult] {
         for command in commands {
             try validateID(command.userID, field: "user id")
             try validateID(command.postID, field: "post id")
         }
-        let now = date.now
-        return try commit(value: nil) { db, events in
-            var results: [LikeResult] = []
-            results.reserveCapacity(commands.count)
-            let likes = LikeRepository(db)
-            for command in commands {
-                let keys = try cachedKeys(userID: command.userID, postID: command.postID, likes: likes)
-                let change: EventKind?
-                switch command.action {
-                case .like:
-                    change = try likes.insert(userKey: keys.user, postKey: keys.post, at: now) ? .liked : nil
-                case .unlike:
-                    change = try likes.delete(userKey: keys.user, postKey: keys.post) ? .unliked : nil
-                case .toggle:
-                    if try likes.delete(userKey: keys.user, postKey: keys.post) {
-                        change = .unliked
-                    } else {
-                        try likes.insert(userKey: keys.user, postKey: keys.post, at: now)
-                        change = .liked
-                    }
-                }
-                if let change {
-                    let event = try EventLog(db).appendLikeChange(
-                        change, userID: command.userID, postID: command.postID, postKey: keys.post, at: now)
-                    events.append(event)
-                    results.append(
-                        LikeResult(
-                            postID: command.postID, userID: command.userID, liked: change == .liked,
-                            likeCount: event.likeCount ?? 0, changed: true, seq: event.seq))
+        guard !commands.isEmpty else { return [] }
+        let unit = group.run(commands, now: date.now)
+        switch unit.outcome {
+        case .success(let results):
+            if let last = unit.lastSeq { bridge.sequencer.deliver(through: last) }
+            return results
+        case .failure(let error):
+            throw error
+        case nil:
+            preconditionFailure("GroupCommit returned a unit without an outcome")
+        }
+    }
+
+    /// Applies like commands inside the current transaction; appends one event per change.
+    private static func apply(
+        _ commands: [LikeCommand], at now: Date, db: Connection, events: inout [EventRecord],
+        userKeys: Locked<[String: Int64]>, postKeys: Locked<[String: Int64]>
+    ) throws -> [LikeResult] {
+        var results: [LikeResult] = []
+        results.reserveCapacity(commands.count)
+        let likes = LikeRepository(db)
+        for command in commands {
+            let keys = try cachedKeys(userID: command.userID, postID: command.postID, likes: likes, userKeys: userKeys, postKeys: postKeys)
+            let change: EventKind?
+            switch command.action {
+            case .like:
+                change = try likes.insert(userKey: keys.user, postKey: keys.post, at: now) ? .liked : nil
+            case .unlike:
+                change = try likes.delete(userKey: keys.user, postKey: keys.post) ? .unliked : nil
+            case .toggle:
+                if try likes.delete(userKey: keys.user, postKey: keys.post) {
+                    change = .unliked
                 } else {
-                    let count = try PostRepository(db).likeCount(postKey: keys.post) ?? 0
-                    results.append(
-                        LikeResult(
-                            postID: command.postID, userID: command.userID, liked: command.action == .like,
-                            likeCount: count, changed: false, seq: nil))
+                    try likes.insert(userKey: keys.user, postKey: keys.post, at: now)
+                    change = .liked
                 }
             }
-            return results
+            if let change {
+                let event = try EventLog(db).appendLikeChange(
+                    change, userID: command.userID, postID: command.postID, postKey: keys.post, at: now)
+                events.append(event)
+                results.append(
+                    LikeResult(
+                        postID: command.postID, userID: command.userID, liked: change == .liked,
+                        likeCount: event.likeCount ?? 0, changed: true, seq: event.seq))
+            } else {
+                let count = try PostRepository(db).likeCount(postKey: keys.post) ?? 0
+                results.append(
+                    LikeResult(
+                        postID: command.postID, userID: command.userID, liked: command.action == .like,
+                        likeCount: count, changed: false, seq: nil))
+            }
         }
+        return results
     }
 
     // MARK: - Internals
@@ -247,13 +272,16 @@ public final class FeedService: Sendable {
     }
 
     /// The integer keys of a user and a post: from the caches, or one query that also proves both exist.
-    private func cachedKeys(userID: String, postID: String, likes: LikeRepository) throws -> (user: Int64, post: Int64) {
+    private static func cachedKeys(
+        userID: String, postID: String, likes: LikeRepository, userKeys: Locked<[String: Int64]>,
+        postKeys: Locked<[String: Int64]>
+    ) throws -> (user: Int64, post: Int64) {
         let user = userKeys.withLock { $0[userID] }
         let post = postKeys.withLock { $0[postID] }
         if let user, let post { return (user, post) }
         let keys = try likes.keys(userID: userID, postID: postID)
-        Self.remember(keys.user, for: userID, in: userKeys)
-        Self.remember(keys.post, for: postID, in: postKeys)
+        remember(keys.user, for: userID, in: userKeys)
+        remember(keys.post, for: postID, in: postKeys)
         return keys
     }
 

@@ -1,0 +1,142 @@
+import FeedDependencies
+@testable import FeedDomain
+import FeedPublishers
+import FeedSQLite
+import FeedStorage
+import FeedTestSupport
+import Foundation
+import Testing
+
+/// Group commit (issue 14): overlapping callers share a transaction, each caller's commands stay isolated, every
+/// caller returns only after the commit that holds its commands, events keep commit order, and an acknowledged
+/// command survives a SIGKILL.
+@Suite(.serialized) struct GroupCommitTests {
+    /// Waits (bounded, polling a condition the test cannot observe as an event) until `predicate` holds.
+    private func eventually(seconds: Double = 10, _ predicate: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !predicate() {
+            if Date() > deadline { return false }
+            sched_yield()
+        }
+        return true
+    }
+
+    /// Forces a group deterministically: the writer connection is held while one leader waits for it with its own
+    /// unit and four more callers queue behind; released, the four share one transaction. A unit on an unknown
+    /// post and a unit whose second command fails roll back alone and fail only their callers.
+    @Test func unitsQueuedBehindTheLeaderShareOneTransactionAndFailAlone() throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        let seen = Recorder(service.bridge.changes.map(\.seq))
+        let before = service.group.statistics
+        let results = LockedLog<(String, Result<[LikeResult], FeedError>)>()
+        let done = DispatchGroup()
+        func call(_ name: String, _ commands: [LikeCommand]) {
+            done.enter()
+            Thread.detachNewThread {
+                let result = Result { () throws(FeedError) in try service.perform(commands) }
+                results.append((name, result))
+                done.leave()
+            }
+        }
+        let taken = service.group.queue.taken
+        try service.store.database.writeWithoutTransaction { _ in
+            call("leader", [LikeCommand(.like, userID: "user1", postID: "post1")])
+            // The leader took its own unit and now waits for the writer connection this test holds.
+            #expect(eventually { service.group.queue.taken == taken + 1 })
+            call("ok-1", [LikeCommand(.like, userID: "user2", postID: "post1")])
+            call("unknown-post", [LikeCommand(.like, userID: "user2", postID: "nope")])
+            call(
+                "second-fails",
+                [LikeCommand(.like, userID: "user3", postID: "post2"), LikeCommand(.like, userID: "nobody", postID: "post2")])
+            call("ok-2", [LikeCommand(.toggle, userID: "user3", postID: "post3")])
+            #expect(eventually { service.group.queue.waiting == 4 })
+            #expect(results.values.isEmpty, "no caller may return before its commit")
+        }
+        #expect(done.wait(timeout: .now() + 20) == .success)
+        let outcome = Dictionary(uniqueKeysWithValues: results.values)
+        #expect((try? outcome["leader"]?.get())?.first?.changed == true)
+        #expect((try? outcome["ok-1"]?.get())?.first?.likeCount == 2)
+        #expect((try? outcome["ok-2"]?.get())?.first?.liked == true)
+        if case .failure(let error) = outcome["unknown-post"] { #expect(error == .postNotFound("nope")) } else { Issue.record("unknown post succeeded") }
+        if case .failure(let error) = outcome["second-fails"] { #expect(error == .userNotFound("nobody")) } else { Issue.record("bad unit succeeded") }
+        // The failed unit's first command was rolled back with it.
+        #expect(try service.post(id: "post2", viewerID: "user3").liked == false)
+        let after = service.group.statistics
+        #expect(after.units - before.units == 5)
+        #expect(after.transactions - before.transactions == 2, "the four queued units share one transaction")
+        // Three changes, delivered once each, in seq order, with no gap.
+        #expect(seen.wait { $0.count == 3 })
+        let seqs = seen.values
+        #expect(seqs == Array(seqs[0]...(seqs[0] + 2)))
+        #expect(try service.check().isEmpty)
+    }
+
+    /// Many threads, each a stream of toggles, some on unknown posts: every good command commits once, every bad
+    /// one fails alone, counts match the likes, and the log is delivered in order, each event once.
+    @Test func concurrentCallersKeepCountsLogAndDeliveryExact() throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        let seen = Recorder(service.bridge.changes.map(\.seq))
+        let threads = 8
+        let perThread = 300
+        let failures = LockedLog<FeedError>()
+        let changes = LockedLog<Int64>()
+        let done = DispatchGroup()
+        for k in 0..<threads {
+            done.enter()
+            Thread.detachNewThread {
+                for i in 0..<perThread {
+                    let post = i % 10 == 7 ? "missing\(k)" : "post\(1 + (i + k) % 3)"
+                    switch Result(catching: { () throws(FeedError) in try service.toggle(userID: "user\(1 + k % 3)", postID: post) }) {
+                    case .success(let result): if let seq = result.seq { changes.append(seq) }
+                    case .failure(let error): failures.append(error)
+                    }
+                }
+                done.leave()
+            }
+        }
+        #expect(done.wait(timeout: .now() + 60) == .success)
+        #expect(failures.values.count == threads * perThread / 10)
+        #expect(failures.values.allSatisfy { if case .postNotFound = $0 { true } else { false } })
+        #expect(changes.values.count == threads * perThread * 9 / 10)
+        #expect(Set(changes.values).count == changes.values.count, "each change has its own seq")
+        #expect(try service.check().isEmpty)
+        let logged = try service.events(after: 0).map(\.seq).filter { $0 > (changes.values.min() ?? 0) - 1 }
+        #expect(seen.wait { $0.count >= logged.count })
+        let delivered = seen.values.filter { logged.contains($0) }
+        #expect(delivered == logged, "delivered in seq order, each once")
+        let stats = service.group.statistics
+        print("group commit: \(stats.units) units in \(stats.transactions) transactions")
+    }
+
+    /// An acknowledged command survives a SIGKILL of the process: three threads commit through group commit in a
+    /// child process, which is killed mid-stream; every seq it acknowledged is in the log after reopening.
+    @Test func acknowledgedCommandsSurviveASigkill() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("feed.sqlite")
+        do {
+            let service = try makeService(in: dir)
+            service.store.close()
+        }
+        let bench = try benchExecutable()
+        var acknowledged: [Int64] = []
+        for round in 0..<5 {
+            let child = try Child(bench, ["agent-crash", "--db", path, "--threads", "3", "--posts", "3"])
+            let target = 50 + round * 40
+            #expect(child.lines.wait { $0.count >= target })
+            child.kill()
+            for line in child.lines.values {
+                let parts = line.split(separator: " ")
+                guard parts.count == 4, parts[0] == "ack", let seq = Int64(parts[1]) else { continue }
+                acknowledged.append(seq)
+            }
+            let service = try FeedService(path: path)
+            #expect(try service.check().isEmpty)
+            let logged = Set(try service.events(after: 0).map(\.seq))
+            #expect(acknowledged.allSatisfy { logged.contains($0) }, "round \(round): an acknowledged change is missing")
+            service.store.close()
+        }
+        #expect(acknowledged.count >= 250)
+    }
+}
