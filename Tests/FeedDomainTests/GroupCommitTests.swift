@@ -58,8 +58,16 @@ import Testing
         #expect((try? outcome["leader"]?.get())?.first?.changed == true)
         #expect((try? outcome["ok-1"]?.get())?.first?.likeCount == 2)
         #expect((try? outcome["ok-2"]?.get())?.first?.liked == true)
-        if case .failure(let error) = outcome["unknown-post"] { #expect(error == .postNotFound("nope")) } else { Issue.record("unknown post succeeded") }
-        if case .failure(let error) = outcome["second-fails"] { #expect(error == .userNotFound("nobody")) } else { Issue.record("bad unit succeeded") }
+        if case .failure(let error) = outcome["unknown-post"] {
+            #expect(error == .postNotFound("nope"))
+        } else {
+            Issue.record("unknown post succeeded")
+        }
+        if case .failure(let error) = outcome["second-fails"] {
+            #expect(error == .userNotFound("nobody"))
+        } else {
+            Issue.record("bad unit succeeded")
+        }
         // The failed unit's first command was rolled back with it.
         #expect(try service.post(id: "post2", viewerID: "user3").liked == false)
         let after = service.group.statistics
