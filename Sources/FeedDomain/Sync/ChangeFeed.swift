@@ -131,6 +131,8 @@ public final class ChangeFeed: Sendable {
         let context = RunContext(
             path: path, identity: identity, service: service, options: options, errors: errorChannel, state: state, run: run)
         let thread = Thread {
+            // Named from inside: on Linux, a name set before `start()` does not reach the thread.
+            Thread.current.name = "FeedSync.ChangeFeed"
             run.markCurrentThread()
             Self.follow(connection: box.take(), context: context)
             context.state.withLock { state in
@@ -139,7 +141,6 @@ public final class ChangeFeed: Sendable {
             }
             run.finished.leave()
         }
-        thread.name = "FeedSync.ChangeFeed"
         thread.start()
     }
 
