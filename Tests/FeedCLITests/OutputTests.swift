@@ -18,11 +18,24 @@ import Testing
     @Test func jsonKeepsKeyOrderAndEscapes() {
         let value = JSONValue.object([("z", .int(1)), ("a", .string("q\"\\\n\u{1}")), ("n", .null), ("b", .bool(false))])
         #expect(value.rendered == #"{"z":1,"a":"q\"\\\n\u0001","n":null,"b":false}"#)
+        #expect(JSONValue.string("a\u{2028}b\u{2029}\u{7F}é€\u{E2}").rendered == #""a\u2028b\u2029\u007fé€\#u{E2}""#)
+        #expect(JSONValue.int(.min).rendered == "-9223372036854775808")
+        #expect(JSONValue.array([.int(0), .int(-12), .bool(true)]).rendered == "[0,-12,true]")
     }
 
     @Test func timesAreISO8601UTCWithMilliseconds() {
         #expect(ISOTime.format(Date(timeIntervalSince1970: 1_600_000_000.123)) == "2020-09-13T12:26:40.123Z")
         #expect(ISOTime.format(Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000Z")
+        // The arithmetic agrees with the C library's calendar, leap years and negative times included.
+        for seconds in stride(from: -2_208_988_800, through: 4_102_444_800, by: 7_654_321) + [951_782_400, 951_868_799, -1] {
+            var time = time_t(seconds)
+            var parts = tm()
+            gmtime_r(&time, &parts)
+            let expected = String(
+                format: "%04d-%02d-%02dT%02d:%02d:%02d.250Z", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
+                Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
+            #expect(ISOTime.format(Date(timeIntervalSince1970: Double(seconds) + 0.25)) == expected)
+        }
     }
 
     @Test func feedTableAlignsAndMarksOnlyLikedPosts() {

@@ -22,7 +22,7 @@ public enum FeedSyncCLI {
     ///     `nil` for this process's.
     public static func run(arguments: [String], environment: [String: String]? = nil) async -> Int32 {
         let console = Console()
-        let environment = environment ?? FeedPaths.processEnvironment
+        let environment = environment ?? ProcessEnvironment.current()
         do throws(CLIError) {
             let code = try await execute(arguments: arguments, environment: environment, console: console)
             return code.rawValue

@@ -15,6 +15,12 @@ public struct Migration: Sendable, Hashable {
     ///
     /// - Precondition: the name has that shape (a programmer error in the `Migrations/sql/` folder otherwise).
     public init(file: EmbeddedMigrationFile) {
+        self.init(file: file, checksum: SHA256.hexDigest(of: file.bytes))
+    }
+
+    /// Creates a migration from an embedded file whose checksum is already known (computed at build time by the
+    /// `EmbedMigrations` plugin, so that opening a database does not hash every migration again).
+    init(file: EmbeddedMigrationFile, checksum: String) {
         let stem = file.fileName.hasSuffix(".sql") ? String(file.fileName.dropLast(4)) : file.fileName
         let parts = stem.split(separator: "_", maxSplits: 1)
         guard parts.count == 2, parts[0].count == 4, let version = Int(parts[0]), version > 0 else {
@@ -23,7 +29,7 @@ public struct Migration: Sendable, Hashable {
         self.version = version
         self.name = String(parts[1])
         self.sql = file.sql
-        self.checksum = SHA256.hexDigest(of: file.bytes)
+        self.checksum = checksum
     }
 
     /// Creates a migration from its parts (for tests and tools); the checksum is computed from `sql`.

@@ -23,14 +23,16 @@ public struct Migrator: Sendable {
     public let migrations: [Migration]
 
     /// The migrations embedded in this binary from `Migrations/sql/`.
-    public static let embedded = Migrator(migrations: EmbeddedMigrationFile.all.map(Migration.init(file:)))
+    /// Their checksums were computed at build time (`EmbeddedMigrationFile.sha256Checksums`).
+    public static let embedded = Migrator(
+        migrations: zip(EmbeddedMigrationFile.all, EmbeddedMigrationFile.sha256Checksums).map(Migration.init(file:checksum:)))
 
     /// Creates a migrator for `migrations`.
     ///
     /// - Precondition: versions are unique.
     public init(migrations: [Migration]) {
         let sorted = migrations.sorted { $0.version < $1.version }
-        precondition(Set(sorted.map(\.version)).count == sorted.count, "API Violation: duplicate migration version")
+        precondition(zip(sorted, sorted.dropFirst()).allSatisfy { $0.version < $1.version }, "API Violation: duplicate migration version")
         self.migrations = sorted
     }
 
@@ -78,9 +80,10 @@ public struct Migrator: Sendable {
     ///   must not touch.
     public func pendingMigrations(_ db: Connection) throws -> [Migration] {
         let applied = try appliedMigrations(db)
-        let known = Dictionary(uniqueKeysWithValues: migrations.map { ($0.version, $0) })
+        // Linear searches over a handful of migrations: no Dictionary or Set type is instantiated here, which at
+        // process start costs more than the whole check (a scan of the binary's protocol conformances).
         for record in applied {
-            guard let migration = known[record.version] else {
+            guard let migration = migrations.first(where: { $0.version == record.version }) else {
                 throw StorageError.unknownMigration(version: record.version, name: record.name, binaryVersion: latestVersion)
             }
             guard migration.checksum == record.checksum else {
@@ -93,8 +96,7 @@ public struct Migrator: Sendable {
         if userVersion > latestVersion {
             throw StorageError.schemaNewer(databaseVersion: userVersion, binaryVersion: latestVersion)
         }
-        let appliedVersions = Set(applied.map(\.version))
-        return migrations.filter { !appliedVersions.contains($0.version) }
+        return migrations.filter { migration in !applied.contains { $0.version == migration.version } }
     }
 
     /// Whether `db` has every migration of this migrator (after validating it).
