@@ -6,22 +6,23 @@ enum HelpSnapshots {
         Usage: feedsync <command> [options]
 
         Commands:
-          init       Create or migrate the database; prints its path and schema version.
-          status     Show the database's path, schema version, pending migrations, counts and last seq.
-          user add   Create a user.
-          user list  List the users, ordered by id.
-          post add   Create a post; prints its id.
-          feed       Show the feed, newest first, with ❤️ on the posts the viewer likes.
-          show       Show one post: text, author, time, likes, and whether the viewer likes it.
-          like       Like a post (liking a liked post changes nothing).
-          unlike     Take a like back (unliking an unliked post changes nothing).
-          toggle     Like the post if the user does not like it yet, else take the like back.
-          events     Print the event log, oldest first.
-          watch      Show the feed and keep it current while other processes change it.
-          app        The interactive feed → detail → like → back flow (reads commands from stdin).
-          seed       Fill an empty database with deterministic sample data through the bulk path.
-          check      Check integrity and invariants; exit status 1 lists each violation.
-          demo       Play the feed → detail → like → back flow on sample data, with narration.
+          init         Create or migrate the database; prints its path and schema version.
+          status       Show the database's path, schema version, pending migrations, counts and last seq.
+          user add     Create a user.
+          user list    List the users, ordered by id.
+          post add     Create a post; prints its id.
+          feed         Show the feed, newest first, with ❤️ on the posts the viewer likes.
+          show         Show one post: text, author, time, likes, and whether the viewer likes it.
+          like         Like a post (liking a liked post changes nothing).
+          unlike       Take a like back (unliking an unliked post changes nothing).
+          toggle       Like the post if the user does not like it yet, else take the like back.
+          events       Print the event log, oldest first.
+          watch        Show the feed and keep it current while other processes change it.
+          app          The interactive feed → detail → like → back flow (reads commands from stdin).
+          seed         Fill an empty database with deterministic sample data through the bulk path.
+          check        Check integrity and invariants; exit status 1 lists each violation.
+          demo         Play the feed → detail → like → back flow on sample data, with narration.
+          completions  Print the completion script for a shell (bash, zsh or fish) on stdout.
 
         Global options (anywhere on the line):
           --db PATH   The database file (default: $FEEDSYNC_DB, else the per-user data directory).

@@ -14,4 +14,5 @@ enum Command: Sendable, Hashable {
     case seed(SeedCommand)
     case check
     case demo
+    case completions(CompletionShell)
 }

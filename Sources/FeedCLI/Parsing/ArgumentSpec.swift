@@ -4,4 +4,6 @@ struct ArgumentSpec: Sendable, Hashable {
     let name: String
     /// One line of help.
     let help: String
+    /// What shell completion offers for it.
+    var completion: ValueCompletion = .none
 }

@@ -2,7 +2,9 @@
 enum CommandCatalog {
     /// The options accepted by every command.
     static let globalOptions: [OptionSpec] = [
-        OptionSpec(name: "db", valueName: "PATH", help: "The database file (default: $FEEDSYNC_DB, else the per-user data directory)."),
+        OptionSpec(
+            name: "db", valueName: "PATH", help: "The database file (default: $FEEDSYNC_DB, else the per-user data directory).",
+            completion: .file),
         OptionSpec(name: "user", valueName: "ID", help: "The acting user (default: $FEEDSYNC_USER)."),
         OptionSpec(name: "json", valueName: nil, help: "Print JSON instead of text."),
         OptionSpec(name: "no-color", valueName: nil, help: "No colour (also when NO_COLOR is set or stdout is not a terminal)."),
@@ -105,6 +107,16 @@ enum CommandCatalog {
             path: ["demo"], summary: "Play the feed → detail → like → back flow on sample data, with narration.",
             arguments: [], options: [], needsUser: false, notes: ["Creates the sample data when the database has no posts."],
             database: .creates),
+        CommandSpec(
+            path: ["completions"], summary: "Print the completion script for a shell (bash, zsh or fish) on stdout.",
+            arguments: [ArgumentSpec(name: "SHELL", help: "bash, zsh or fish.", completion: .choices(CompletionShell.names))],
+            options: [], needsUser: false,
+            notes: [
+                "bash: add 'source <(feedsync completions bash)' to ~/.bashrc.",
+                "zsh:  feedsync completions zsh > ~/.zfunc/_feedsync, with ~/.zfunc on $fpath before compinit.",
+                "fish: feedsync completions fish > ~/.config/fish/completions/feedsync.fish",
+            ],
+            database: .none),
     ]
 
     /// The names that have subcommands, with them.

@@ -145,6 +145,9 @@ enum CommandParser {
             guard likes <= maximum else { throw .tooManyLikes(likes: likes, maximum: maximum) }
             return .seed(SeedCommand(posts: posts, users: users, likes: likes))
         case "check": return .check
+        case "completions":
+            guard let shell = CompletionShell(rawValue: words[0]) else { throw .unknownShell(words[0]) }
+            return .completions(shell)
         default: return .demo
         }
     }

@@ -43,4 +43,6 @@ enum DatabaseUse: Sendable, Hashable {
     case reads
     /// Like ``reads``, at whatever schema version the database has: `status`, which reports it.
     case inspects
+    /// Never opens it: `completions`.
+    case none
 }

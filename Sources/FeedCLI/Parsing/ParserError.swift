@@ -36,6 +36,8 @@ enum ParserError: Error, Sendable, Hashable {
     case missingOption(option: String, command: String)
     /// `--db :memory:`, `--db file:x.sqlite?mode=ro` or the same in `FEEDSYNC_DB` (`origin`): not a file path.
     case notADatabasePath(String, origin: String)
+    /// `completions tcsh`.
+    case unknownShell(String)
 
     /// The command whose help the hint points to (`nil` for the top-level help).
     var helpCommand: String? {
@@ -48,6 +50,7 @@ enum ParserError: Error, Sendable, Hashable {
             .missingUser(let command), .missingOption(_, let command):
             command
         case .tooManyLikes: "seed"
+        case .unknownShell: "completions"
         }
     }
 
@@ -76,6 +79,8 @@ enum ParserError: Error, Sendable, Hashable {
             "--likes \(likes) is more than half of --posts × --users (\(maximum)): lower --likes or raise the others"
         case .missingUser(let command): "'\(command)' acts as a user: pass --user ID or set FEEDSYNC_USER"
         case .missingOption(let option, let command): "'\(command)' needs --\(option)"
+        case .unknownShell(let value):
+            "unknown shell \(FeedError.quoted(value)) for 'completions': use " + CompletionShell.names.joined(separator: ", ")
         case .notADatabasePath(let value, let origin):
             value == ":memory:"
                 ? "\(origin) \(FeedError.quoted(value)) is SQLite's in-memory database, which would vanish when the command "

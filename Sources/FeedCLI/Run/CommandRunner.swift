@@ -27,6 +27,9 @@ struct CommandRunner: Sendable {
         case .seed(let command): return try seed(command)
         case .check: return try check()
         case .demo: return try demo()
+        case .completions(let shell):
+            console.out(CompletionScript.script(for: shell))
+            return .success
         }
     }
 

@@ -56,6 +56,10 @@ public enum FeedSyncCLI {
         case .help(let topic):
             console.out(HelpGenerator.help(for: topic))
             return .success
+        case .run(.completions(let shell), _):
+            // Needs no settings: works whatever FEEDSYNC_DB holds.
+            console.out(CompletionScript.script(for: shell))
+            return .success
         case .run(let command, let spec):
             let terminal = TerminalInfo.current
             let settings: Settings
