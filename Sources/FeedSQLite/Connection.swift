@@ -271,11 +271,13 @@ public final class Connection {
     /// try db.run("DELETE FROM likes WHERE user_key = ? AND post_key = ?", userKey, postKey)
     /// ```
     @discardableResult
+    @inlinable
     public func run<each Value: SQLiteBindable>(_ sql: String, _ values: repeat each Value) throws(SQLiteError) -> Int {
         try cachedStatement(sql).execute(repeat each values)
     }
 
     /// Runs a cached query with the values bound and decodes its first row.
+    @inlinable
     public func fetchOne<each Value: SQLiteBindable, T>(
         _ sql: String,
         _ values: repeat each Value,
@@ -285,6 +287,7 @@ public final class Connection {
     }
 
     /// Runs a cached query with the values bound and decodes every row.
+    @inlinable
     public func fetchAll<each Value: SQLiteBindable, T>(
         _ sql: String,
         _ values: repeat each Value,
@@ -294,6 +297,7 @@ public final class Connection {
     }
 
     /// Runs a cached query that returns one integer, such as `SELECT count(*) …`; `nil` when there is no row.
+    @inlinable
     public func fetchInt64<each Value: SQLiteBindable>(_ sql: String, _ values: repeat each Value) throws -> Int64? {
         try cachedStatement(sql).fetchOne(repeat each values, decode: { $0.isNull(at: 0) ? nil : $0.int64(at: 0) }) ?? nil
     }
@@ -318,6 +322,7 @@ public final class Connection {
 
     // MARK: - Internals
 
+    @usableFromInline
     func error(code: Int32, sql: String?) -> SQLiteError {
         let extended = sqlite3_extended_errcode(handle)
         let resultCode = ResultCode(rawValue: (extended & 0xFF) == (code & 0xFF) ? extended : code)

@@ -11,6 +11,9 @@ public import Foundation
 public struct Row {
     let handle: OpaquePointer
 
+    @usableFromInline
+    init(handle: OpaquePointer) { self.handle = handle }
+
     /// The number of columns.
     public var count: Int32 { sqlite3_column_count(handle) }
 
