@@ -79,12 +79,19 @@ public struct PostRepository {
     /// - Complexity: O(limit · log n).
     public func feedPage(viewerKey: Int64?, before cursor: FeedCursor?, limit: Int) throws -> [FeedRow] {
         let after = cursor ?? FeedCursor(createdAtMillis: .max, sequence: .max)
-        return try db.mapErrors {
-            try db.fetchAll(Self.feedPageSQL, viewerKey ?? -1, after.createdAtMillis, after.sequence, limit) { row in
-                FeedRow(post: Self.decode(row), liked: row.bool(at: 6))
+        var rows: [FeedRow] = []
+        rows.reserveCapacity(Self.expectedRows(limit))
+        try db.mapErrors {
+            try db.cachedStatement(Self.feedPageSQL).forEachRow(viewerKey ?? -1, after.createdAtMillis, after.sequence, limit) {
+                row in rows.append(FeedRow(post: Self.decode(row), liked: row.bool(at: 6)))
             }
         }
+        return rows
     }
+
+    /// The capacity to reserve for a page of `limit` rows: the whole page for ordinary sizes, so that appending never
+    /// grows the array.
+    private static func expectedRows(_ limit: Int) -> Int { max(0, min(limit, 1000)) }
 
     /// The feed page query (see ``feedPage(viewerKey:before:limit:)``).
     public static let feedPageSQL = """
