@@ -8,17 +8,23 @@
 # Environment:
 #   PEERS_DIR     the peers package (default: ../shared/peers relative to the repository); it is copied to a
 #                 temporary directory and built there, so the folder itself is never written.
-#   WORKLOADS     which workloads to run (default "w1 w2 w3 w4 w5 w6").
-#   W1_ARGS … W6_ARGS  extra flags for a workload, passed to both sides where the peer has it (W5/W6: ours only).
+#   WORKLOADS     which workloads to run (default "w1 w2 w3 w4 w5 w6 w7").
+#   W1_ARGS … W7_ARGS  extra flags for a workload, passed to both sides where the peer has it (W5/W6: ours only).
+#   W7_THREADS    the thread counts W7 runs at (default "1 4 16"); each is its own run on both sides.
+#   W7_WRITERS    our W7 variants (default "group"; "group mutex" also runs `--writer mutex`, the calls
+#                 serialised by a bench-side mutex so group commit has nothing to group: its reference).
 #   RESULTS       where to append the JSON lines (default: a temporary file, path printed at the end).
 #   SKIP_BUILD=1  use the binaries already built in .build-bench and .build-peers (or OURS_BIN, PEER_BIN).
+#   BENCH_SCRATCH, PEERS_SCRATCH  the build directories (default .build-bench and .build-peers in the repository).
 # Exit status 1 when any run failed its checks.
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 rounds=${1:-3}
 peers=${PEERS_DIR:-$root/../shared/peers}
-workloads=${WORKLOADS:-"w1 w2 w3 w4 w5 w6"}
+workloads=${WORKLOADS:-"w1 w2 w3 w4 w5 w6 w7"}
+w7_threads=${W7_THREADS:-"1 4 16"}
+w7_writers=${W7_WRITERS:-group}
 results=${RESULTS:-$(mktemp /tmp/feedsync-compare.XXXXXX.jsonl)}
 
 if [ "${QUICK:-0}" = 1 ]; then
@@ -28,21 +34,24 @@ if [ "${QUICK:-0}" = 1 ]; then
     : "${W4_ARGS:=--ops 2000}"
     : "${W5_ARGS:=--rate 200 --seconds 2 --idle-seconds 2}"
     : "${W6_ARGS:=--events 50000}"
+    : "${W7_ARGS:=--ops 2000}"
 fi
 W1_ARGS=${W1_ARGS:-}; W2_ARGS=${W2_ARGS:-}; W3_ARGS=${W3_ARGS:-}
-W4_ARGS=${W4_ARGS:-}; W5_ARGS=${W5_ARGS:-}; W6_ARGS=${W6_ARGS:-}
+W4_ARGS=${W4_ARGS:-}; W5_ARGS=${W5_ARGS:-}; W6_ARGS=${W6_ARGS:-}; W7_ARGS=${W7_ARGS:-}
 
-ours=${OURS_BIN:-$root/.build-bench/release/feedsync-bench}
-theirs=${PEER_BIN:-$root/.build-peers/release/peerbench}
+bench_scratch=${BENCH_SCRATCH:-$root/.build-bench}
+peers_scratch=${PEERS_SCRATCH:-$root/.build-peers}
+ours=${OURS_BIN:-$bench_scratch/release/feedsync-bench}
+theirs=${PEER_BIN:-$peers_scratch/release/peerbench}
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
     echo "building feedsync-bench (release)" >&2
-    (cd "$root" && swift build -c release --scratch-path "$root/.build-bench" --product feedsync-bench >&2) || exit 2
+    (cd "$root" && swift build -c release --scratch-path "$bench_scratch" --product feedsync-bench >&2) || exit 2
     # Build from a copy: the peers folder is shared and read-only (SwiftPM would write Package.resolved there).
     build_dir=$(mktemp -d /tmp/peers-src.XXXXXX)
     trap 'rm -rf "$build_dir"' EXIT
     cp -r "$peers/." "$build_dir" && chmod -R u+w "$build_dir"
     echo "building peerbench (release) in $build_dir" >&2
-    (cd "$build_dir" && swift build -c release --scratch-path "$root/.build-peers" >&2) || exit 2
+    (cd "$build_dir" && swift build -c release --scratch-path "$peers_scratch" >&2) || exit 2
 fi
 
 status=0
@@ -58,7 +67,7 @@ run() {
 }
 
 for ((r = 1; r <= rounds; r++)); do
-    echo "round $r/$rounds" >&2
+    echo "round $r/$rounds, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
     for w in $workloads; do
         case $w in
         w1)
@@ -84,6 +93,14 @@ for ((r = 1; r <= rounds; r++)); do
         w5) run ours "$ours" w5 $W5_ARGS ;;
         # shellcheck disable=SC2086
         w6) run ours "$ours" w6 $W6_ARGS ;;
+        w7)
+            # shellcheck disable=SC2086
+            for t in $w7_threads; do
+                for writer in $w7_writers; do run ours "$ours" w7 --threads "$t" --writer "$writer" $W7_ARGS; done
+                run raw "$theirs" w7 --impl raw --threads "$t" $W7_ARGS
+                for writer in $w7_writers; do run ours "$ours" w7 --threads "$t" --writer "$writer" $W7_ARGS; done
+                run grdb "$theirs" w7 --impl grdb --threads "$t" $W7_ARGS
+            done ;;
         *) echo "unknown workload $w" >&2; exit 2 ;;
         esac
     done
@@ -121,6 +138,27 @@ counts = {}
 for r in rows:
     counts[(r["workload"], impl(r))] = counts.get((r["workload"], impl(r)), 0) + 1
 
+if any(r["workload"] == "w7" for r in rows):
+    # Issue 14: W7 at T threads against the peers (goal ≥ 2× GRDB at 4 and 16) and never below our own W1 at
+    # one op per transaction, when W1 ran in the same session.
+    w1_ours = med(pick("w1", "feedsync", batch=1), "ops_per_s")
+    for t in sorted({r["threads"] for r in rows if r["workload"] == "w7"}):
+        o = med(pick("w7", "feedsync", threads=t, writer="group"), "ops_per_s")
+        for peer in ("raw", "grdb"):
+            p = med(pick("w7", peer, threads=t), "ops_per_s")
+            q = ratio(o, p)
+            goal = peer == "grdb" and t > 1
+            row("W7 concurrent toggle", f"ops/s, T = {t}, vs {peer}", fmt(o), fmt(p), fmt(q) + "×",
+                "≥ 2×" if goal else "", verdict(q, 2.0) if goal else "")
+        serial = med(pick("w7", "feedsync", threads=t, writer="mutex"), "ops_per_s")
+        if serial is not None:
+            q = ratio(o, serial)
+            row("W7 concurrent toggle", f"T = {t}: group commit vs calls serialised (ours, mutex)", fmt(o), fmt(serial),
+                fmt(q) + "×", "", "")
+        if w1_ours is not None:
+            q = ratio(o, w1_ours)
+            row("W7 concurrent toggle", f"T = {t} vs our W1 (1 thread, 1 op/tx)", fmt(o), fmt(w1_ours), fmt(q) + "×",
+                "≥ 1.0×", verdict(q, 1.0))
 if any(r["workload"] == "w1" for r in rows):
     for b in (1, 100):
         o = med(pick("w1", "feedsync", batch=b), "ops_per_s")

@@ -1,4 +1,4 @@
-/// Dispatches `w1` … `w6` (bench/WORKLOADS.md); each prints one JSON line and returns whether its checks passed.
+/// Dispatches `w1` … `w7` (bench/WORKLOADS.md); each prints one JSON line and returns whether its checks passed.
 enum Workloads {
     /// Runs the workload named by `args.command`; returns whether its checks passed.
     static func run(_ args: Arguments) throws -> Bool {
@@ -9,7 +9,8 @@ enum Workloads {
         case "w4": try W4Observed.run(args)
         case "w5": try W5CrossProcess.run(args)
         case "w6": try W6CatchUp.run(args)
-        default: throw BenchError("unknown subcommand \(args.command); use w1 … w6")
+        case "w7": try W7Concurrent.run(args)
+        default: throw BenchError("unknown subcommand \(args.command); use w1 … w7")
         }
     }
 }
