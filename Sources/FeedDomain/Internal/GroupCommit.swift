@@ -4,33 +4,41 @@ internal import Foundation
 
 /// Group commit for like commands: callers that overlap share one write transaction.
 ///
-/// Each caller adds a **unit** (its commands, which must commit or fail together) and runs the backlog on a
-/// ``SerialDrain`` at ``DrainLevel/writer``. The first caller to find nobody writing becomes the leader: it takes
-/// every waiting unit (up to ``maximumBatch``), runs them in one `IMMEDIATE` transaction — each unit inside its own
-/// `SAVEPOINT` when there are several, so a unit that fails (an unknown post, a constraint) is rolled back alone
-/// and fails only its caller — commits, hands the committed range of events to the sequencer while it still holds
-/// the writer connection, and repeats while units are waiting. The others wait for the commit that holds their
-/// unit, then deliver their events as any command does. A caller never returns before the `COMMIT` that holds its
-/// command, and a failed `COMMIT` fails every unit of its batch.
+/// Each caller adds a **unit** (its commands, which must commit or fail together) to a queue. The first caller to
+/// find nobody leading becomes the **leader**: it takes every waiting unit (up to ``maximumBatch``), runs them in
+/// one `IMMEDIATE` transaction — each unit inside its own `SAVEPOINT` when there are several, so a unit that fails
+/// (an unknown post, a constraint) is rolled back alone and fails only its caller — commits, hands the committed
+/// range of events to the sequencer while it still holds the writer connection, and wakes each caller of the
+/// batch on the caller's own semaphore (no broadcast: nobody wakes only to wait again). If units queued up
+/// meanwhile, it hands leadership to the oldest one's caller and returns; that caller leads the next batch. A
+/// caller never returns before the `COMMIT` that holds its command, and a failed `COMMIT` fails every unit of
+/// its batch.
 ///
-/// The leader runs no callback and waits only for the writer connection and SQLite's file lock, so any thread —
-/// even one delivering events or running a projection — may wait for it (``DrainLevel/writer`` is the lowest
-/// level). One caller alone pays one transaction, as without grouping, plus one uncontended lock round trip.
+/// **Gathering.** When several callers were active recently, a leader first waits a little — at most
+/// ``gatheringWindow``, yielding the processor — for as many units as the last batch held, so that callers that
+/// are just coming back with their next command join this transaction instead of waiting for the next one.
+/// One caller alone never waits.
+///
+/// The leader runs no callback and waits only for the writer connection and SQLite's file lock; it marks its
+/// thread as holding the ``DrainLevel/writer`` role (the lowest level), so any thread — even one delivering
+/// events or running a projection — may wait for it without closing a cycle (see `Docs/Architecture.md`).
 final class GroupCommit: Sendable {
     /// The most units one transaction takes: bounds the leader's latency and its memory.
     static let maximumBatch = 256
 
     /// One caller's commands and, once processed, their outcome.
     ///
-    /// `@unchecked Sendable`: `outcome` and `lastSeq` are written by the leader before it finishes the batch under
-    /// the drain's lock, and read by the caller only after ``SerialDrain/run(until:)`` saw the unit done under
-    /// the same lock.
+    /// `@unchecked Sendable`: `outcome` and `lastSeq` are written only by the leader that processes the unit, before
+    /// it signals `wake`; the caller reads them only after `wake.wait()` returned (the semaphore orders the two),
+    /// or on its own thread when it led the batch itself.
     final class Unit: @unchecked Sendable {
         let id: UInt64
         let commands: [LikeCommand]
         let now: Date
         var outcome: Result<[LikeResult], FeedError>?
         var lastSeq: Int64?
+        /// Signalled once the unit's batch committed (or failed), or to hand the caller leadership.
+        let wake = DispatchSemaphore(value: 0)
 
         init(id: UInt64, commands: [LikeCommand], now: Date) {
             self.id = id
@@ -42,33 +50,103 @@ final class GroupCommit: Sendable {
     /// Applies one unit's commands inside the current transaction, appending their events.
     typealias Apply = @Sendable (Connection, [LikeCommand], Date, inout [EventRecord]) throws -> [LikeResult]
 
-    private let drain: SerialDrain<Backlog>
+    /// How long a leader waits, at most, for more callers' units before it begins.
+    static let gatheringWindow: Duration = .microseconds(50)
+
+    private struct Queue {
+        var pending: [Unit] = []
+        var leading = false
+        var lastBatch = 0
+        var transactions = 0
+        var units = 0
+        var taken = 0
+    }
+
+    private let queueState = Locked(Queue())
+    private let store: FeedStore
+    private let sequencer: EventSequencer
+    private let apply: Apply
 
     init(store: FeedStore, sequencer: EventSequencer, apply: @escaping Apply) {
-        drain = SerialDrain(level: .writer, backlog: Backlog()) { batch in
-            Self.process(batch, store: store, sequencer: sequencer, apply: apply)
-        }
+        self.store = store
+        self.sequencer = sequencer
+        self.apply = apply
     }
 
     /// How many transactions ran and how many units they held, since the service was created.
     var statistics: (transactions: Int, units: Int) {
-        drain.withBacklog { ($0.transactions, $0.units) }
+        queueState.withLock { ($0.transactions, $0.units) }
     }
 
     /// How many units wait for a leader to take them, and how many leaders took so far.
     var queue: (waiting: Int, taken: Int) {
-        drain.withBacklog { ($0.waiting, $0.taken) }
+        queueState.withLock { ($0.pending.count, $0.taken) }
     }
 
     /// Runs `commands` as one unit, grouped with whatever other callers' units are waiting.
     ///
     /// - Returns: the unit, with its outcome and the seq of its last event (for delivery).
     func run(_ commands: [LikeCommand], now: Date) -> Unit {
-        let unit = drain.withBacklog { $0.add(commands, now: now) }
-        let done = drain.run(until: unit.id)
-        // The writer level is the lowest, so every thread may wait for it: the unit is always done here.
-        precondition(done && unit.outcome != nil, "GroupCommit: a unit returned unprocessed")
+        let unit = Unit(id: 0, commands: commands, now: now)
+        var leads = queueState.withLock { queue -> Bool in
+            queue.pending.append(unit)
+            if queue.leading { return false }
+            queue.leading = true
+            return true
+        }
+        while !leads {
+            unit.wake.wait()
+            if unit.outcome != nil { return unit }
+            leads = true  // woken without an outcome: leadership was handed to this caller
+        }
+        lead(until: unit)
+        precondition(unit.outcome != nil, "GroupCommit: a unit returned unprocessed")
         return unit
+    }
+
+    /// Runs batches until the one holding `own` committed, then hands leadership on (or gives it up).
+    private func lead(until own: Unit) {
+        let previous = DrainContext.enter(.writer)
+        defer { DrainContext.restore(previous) }
+        while own.outcome == nil {
+            gather()
+            let batch = queueState.withLock { queue -> [Unit] in
+                let count = min(queue.pending.count, GroupCommit.maximumBatch)
+                let batch = Array(queue.pending.prefix(count))
+                queue.pending.removeFirst(count)
+                queue.taken += count
+                return batch
+            }
+            Self.process(batch, store: store, sequencer: sequencer, apply: apply)
+            let next = queueState.withLock { queue -> Unit? in
+                queue.transactions += 1
+                queue.units += batch.count
+                queue.lastBatch = batch.count
+                if own.outcome != nil {
+                    guard let next = queue.pending.first else {
+                        queue.leading = false
+                        return nil
+                    }
+                    return next
+                }
+                return nil
+            }
+            for unit in batch where unit !== own { unit.wake.signal() }
+            // Hand leadership to the oldest waiting caller: it leads the next batch while this caller returns.
+            next?.wake.signal()
+        }
+    }
+
+    /// Waits, at most ``gatheringWindow``, for as many units as the last batch held, when that was more than one.
+    private func gather() {
+        let wanted = queueState.withLock { queue in queue.lastBatch > 1 && queue.pending.count < queue.lastBatch ? queue.lastBatch : 0 }
+        guard wanted > 0 else { return }
+        let clock = ContinuousClock()
+        let deadline = clock.now + Self.gatheringWindow
+        while clock.now < deadline {
+            sched_yield()
+            if queueState.withLock({ $0.pending.count >= wanted }) { return }
+        }
     }
 
     private static func process(_ batch: [Unit], store: FeedStore, sequencer: EventSequencer, apply: Apply) {
@@ -115,48 +193,6 @@ final class GroupCommit: Sendable {
                 if case .failure = unit.outcome {} else { unit.outcome = .failure(failure) }
                 unit.lastSeq = nil
             }
-        }
-    }
-
-    struct Backlog: DrainBacklog {
-        private var pending: [Unit] = []
-        private var nextID: UInt64 = 0
-        private var finished: UInt64 = 0
-        private(set) var transactions = 0
-        private(set) var units = 0
-        private(set) var taken = 0
-
-        var waiting: Int { pending.count }
-
-        mutating func add(_ commands: [LikeCommand], now: Date) -> Unit {
-            nextID += 1
-            let unit = Unit(id: nextID, commands: commands, now: now)
-            pending.append(unit)
-            return unit
-        }
-
-        mutating func next() -> [Unit]? {
-            guard !pending.isEmpty else { return nil }
-            let batch: [Unit]
-            if pending.count <= GroupCommit.maximumBatch {
-                batch = pending
-                pending.removeAll(keepingCapacity: true)
-            } else {
-                batch = Array(pending.prefix(GroupCommit.maximumBatch))
-                pending.removeFirst(GroupCommit.maximumBatch)
-            }
-            taken += batch.count
-            return batch
-        }
-
-        mutating func finish(_ work: [Unit]) {
-            if let last = work.last?.id { finished = last }
-            transactions += 1
-            units += work.count
-        }
-
-        func isDone(_ ticket: UInt64) -> Bool {
-            finished >= ticket
         }
     }
 }
