@@ -32,16 +32,15 @@ final class GroupCommit: Sendable {
     /// it signals `wake`; the caller reads them only after `wake.wait()` returned (the semaphore orders the two),
     /// or on its own thread when it led the batch itself.
     final class Unit: @unchecked Sendable {
-        let id: UInt64
         let commands: [LikeCommand]
         let now: Date
         var outcome: Result<[LikeResult], FeedError>?
         var lastSeq: Int64?
-        /// Signalled once the unit's batch committed (or failed), or to hand the caller leadership.
-        let wake = DispatchSemaphore(value: 0)
+        /// Signalled once the unit's batch committed (or failed), or to hand the caller leadership; created (under
+        /// the queue's lock, before any leader can take the unit) only for a caller that waits.
+        var wake: DispatchSemaphore?
 
-        init(id: UInt64, commands: [LikeCommand], now: Date) {
-            self.id = id
+        init(commands: [LikeCommand], now: Date) {
             self.commands = commands
             self.now = now
         }
@@ -87,15 +86,18 @@ final class GroupCommit: Sendable {
     ///
     /// - Returns: the unit, with its outcome and the seq of its last event (for delivery).
     func run(_ commands: [LikeCommand], now: Date) -> Unit {
-        let unit = Unit(id: 0, commands: commands, now: now)
+        let unit = Unit(commands: commands, now: now)
         var leads = queueState.withLock { queue -> Bool in
             queue.pending.append(unit)
-            if queue.leading { return false }
+            if queue.leading {
+                unit.wake = DispatchSemaphore(value: 0)
+                return false
+            }
             queue.leading = true
             return true
         }
-        while !leads {
-            unit.wake.wait()
+        while !leads, let wake = unit.wake {
+            wake.wait()
             if unit.outcome != nil { return unit }
             leads = true  // woken without an outcome: leadership was handed to this caller
         }
@@ -131,9 +133,9 @@ final class GroupCommit: Sendable {
                 }
                 return nil
             }
-            for unit in batch where unit !== own { unit.wake.signal() }
+            for unit in batch where unit !== own { unit.wake?.signal() }
             // Hand leadership to the oldest waiting caller: it leads the next batch while this caller returns.
-            next?.wake.signal()
+            next?.wake?.signal()
         }
     }
 
