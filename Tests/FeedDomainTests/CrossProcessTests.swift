@@ -13,6 +13,8 @@ final class Child: @unchecked Sendable {
     let lines = LockedLog<String>()
     private let input = Pipe()
     private let output = Pipe()
+    /// Signalled by the reading thread at end of file, once every line of the output is in `lines`.
+    private let outputEnded = DispatchSemaphore(value: 0)
 
     init(_ executable: String, _ arguments: [String]) throws {
         process.executableURL = URL(fileURLWithPath: executable)
@@ -22,7 +24,9 @@ final class Child: @unchecked Sendable {
         process.standardError = FileHandle.standardError
         let handle = output.fileHandleForReading
         let lines = self.lines
+        let outputEnded = self.outputEnded
         Thread {
+            defer { outputEnded.signal() }
             var pending = Data()
             while true {
                 let chunk = handle.availableData
@@ -46,13 +50,17 @@ final class Child: @unchecked Sendable {
         process.waitUntilExit()
     }
 
+    /// Waits until the process exited and its whole output was read (so `lines` is complete), at most `seconds`.
     func wait(seconds: Double = 60) -> Bool {
         let done = DispatchSemaphore(value: 0)
         Thread {
             self.process.waitUntilExit()
             done.signal()
         }.start()
-        return done.wait(timeout: .now() + seconds) == .success
+        let deadline = DispatchTime.now() + seconds
+        guard done.wait(timeout: deadline) == .success, outputEnded.wait(timeout: deadline) == .success else { return false }
+        outputEnded.signal()  // stays signalled for later calls
+        return true
     }
 }
 
