@@ -1,3 +1,4 @@
+internal import FeedSQLite
 internal import FeedStorage
 internal import Foundation
 
@@ -57,6 +58,18 @@ final class EventSequencer: Sendable {
             backlog.taken = seq
             backlog.delivered = seq
         }
+    }
+
+    /// Completes a writer's range inside its transaction: when other processes committed since the highest seq
+    /// known here, reads their events from the log and puts them before `events`.
+    ///
+    /// - Returns: the seq the range starts after, or `nil` when `events` is empty.
+    func completeRange(_ events: inout [EventRecord], in db: Connection) throws -> Int64? {
+        guard let first = events.first?.seq else { return nil }
+        let after = first - 1
+        guard let known = highestKnownSeq, known < after else { return after }
+        events.insert(contentsOf: try EventLog(db).events(after: known, limit: Int(after - known)), at: 0)
+        return known
     }
 
     /// Hands over the complete range `(after, through]` of committed events.

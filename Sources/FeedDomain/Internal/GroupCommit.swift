@@ -175,14 +175,8 @@ final class GroupCommit: Sendable {
                             }
                         }
                     }
-                    guard let first = events.first?.seq else { return }
-                    after = first - 1
-                    if let known = sequencer.highestKnownSeq, known < after {
-                        // Other processes committed since the highest seq known here: their events go out first.
-                        let missing = try EventLog(db).events(after: known, limit: Int(after - known))
-                        events.insert(contentsOf: missing, at: 0)
-                        after = known
-                    }
+                    // Other processes' events committed since the highest seq known here go out first.
+                    after = try sequencer.completeRange(&events, in: db) ?? 0
                 }
                 if let last = events.last?.seq {
                     sequencer.submit(after: after, through: last, events: events)

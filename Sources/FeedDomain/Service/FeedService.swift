@@ -223,14 +223,8 @@ public final class FeedService: Sendable {
                 var after: Int64 = 0
                 let result = try db.transaction(.immediate) { db in
                     let result = try body(db, &events)
-                    guard let first = events.first?.seq else { return result }
-                    after = first - 1
-                    if let known = sequencer.highestKnownSeq, known < after {
-                        // Other processes committed since the highest seq known here: their events go out first.
-                        let missing = try EventLog(db).events(after: known, limit: Int(after - known))
-                        events.insert(contentsOf: missing, at: 0)
-                        after = known
-                    }
+                    // Other processes' events committed since the highest seq known here go out first.
+                    after = try sequencer.completeRange(&events, in: db) ?? 0
                     return result
                 }
                 if let last = events.last?.seq {
