@@ -144,6 +144,12 @@ public final class Database: Sendable {
         try writeWithoutTransaction { db in try db.transaction(.immediate, body) }
     }
 
+    /// Whether the calling thread is inside ``write(_:)`` or ``writeWithoutTransaction(_:)`` right now: another write
+    /// from this thread would wait for itself, so callers that may be reached from inside a write check this first.
+    public var isWritingOnCurrentThread: Bool {
+        writer?.isHeldByCurrentThread ?? false
+    }
+
     /// Runs `body` on the writer connection with no transaction around it, for pragmas, `VACUUM`, migrations
     /// that manage their own transactions, or explicit ``Connection/transaction(_:_:)`` calls.
     public func writeWithoutTransaction<T>(_ body: (Connection) throws -> T) throws -> T {

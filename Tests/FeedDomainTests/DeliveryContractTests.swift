@@ -178,4 +178,36 @@ import Testing
         #expect(delivered.values == [11, 12, 13, 14, 15])
         #expect(sequencer.lastDeliveredSeq == 15)
     }
+
+    /// A command run from inside a write on the same thread (here a transactional durable-subscriber handler, which
+    /// runs inside the writer's transaction) fails with a clear error instead of waiting for the writer it holds.
+    @Test func commandFromInsideAWriteOnTheSameThreadFailsInsteadOfDeadlocking() throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        let errors = LockedLog<String>()
+        let handled = DispatchSemaphore(value: 0)
+        let subscriber = DurableSubscriber(
+            name: "reentrant", service: service,
+            delivery: .transactional { event, _ in
+                guard event.kind == .liked, event.userID == "user1" else { return }
+                do {
+                    try service.like(userID: "user2", postID: "post3")
+                } catch {
+                    errors.append("\(error)")
+                }
+                do {
+                    try service.createPost(id: "post7", authorID: "user1", body: "nested")
+                } catch {
+                    errors.append("\(error)")
+                }
+                handled.signal()
+            })
+        try subscriber.start()
+        defer { subscriber.stop() }
+        try service.like(userID: "user1", postID: "post1")
+        #expect(handled.wait(timeout: .now() + 10) == .success, "the handler deadlocked")
+        #expect(errors.values.count == 2)
+        #expect(errors.values.allSatisfy { $0.contains("inside") }, "\(errors.values)")
+        #expect(try service.post(id: "post3", viewerID: "user2").liked == false)
+    }
 }

@@ -87,6 +87,18 @@ final class GroupCommit: Sendable {
     /// - Returns: the unit, with its outcome and the seq of its last event (for delivery).
     func run(_ commands: [LikeCommand], now: Date) -> Unit {
         let unit = Unit(commands: commands, now: now)
+        if store.database.isWritingOnCurrentThread {
+            // Called from inside a write on this thread (a transactional handler): waiting for a leader, or leading,
+            // would wait for the writer this thread holds. Fail clearly instead of deadlocking.
+            unit.outcome = .failure(
+                feedError(
+                    SQLiteError(
+                        code: .misuse,
+                        message: "a command was run from inside a write transaction on the same thread (for example a "
+                            + "transactional handler); write through the Connection you were given"),
+                    path: store.path))
+            return unit
+        }
         var leads = queueState.withLock { queue -> Bool in
             queue.pending.append(unit)
             if queue.leading {
