@@ -24,8 +24,13 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        .target(
+            name: "FeedChecksum",
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "MigrationEmbedder",
+            dependencies: ["FeedChecksum"],
             swiftSettings: strictSettings
         ),
         .plugin(
@@ -49,7 +54,7 @@ let package = Package(
         ),
         .target(
             name: "FeedStorage",
-            dependencies: ["FeedSQLite", "FeedMigrations"],
+            dependencies: ["FeedSQLite", "FeedMigrations", "FeedChecksum"],
             swiftSettings: strictSettings
         ),
         .target(
@@ -100,7 +105,7 @@ let package = Package(
         ),
         .testTarget(
             name: "FeedStorageTests",
-            dependencies: ["FeedStorage", "FeedSQLite", "FeedMigrations", "FeedTestSupport"],
+            dependencies: ["FeedStorage", "FeedSQLite", "FeedMigrations", "FeedChecksum", "FeedTestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -1,3 +1,4 @@
+import FeedChecksum
 import FeedMigrations
 import FeedSQLite
 @testable import FeedStorage

@@ -1,3 +1,4 @@
+internal import FeedChecksum
 public import FeedMigrations
 
 /// One schema migration: a numbered SQL file of the top-level `Migrations/sql/` folder.
