@@ -55,12 +55,15 @@ enum CLIRun {
     }
 }
 
-/// A `feedsync` process left running (`events --follow`, `watch`, `app`), whose stdout is collected as it comes.
+/// A `feedsync` process left running (`events --follow`, `watch`, `app`), with stdout and stderr collected as
+/// they come and stdin kept open.
 final class RunningCLI: Sendable {
     private let process: Process
     private let input: Pipe
     private let output: Pipe
-    private let buffer = Collected()
+    private let errors: Pipe
+    private let collected = Collected()
+    private let errorText = Collected()
     private let condition = NSCondition()
     private let exited = DispatchSemaphore(value: 0)
 
@@ -71,25 +74,39 @@ final class RunningCLI: Sendable {
         process.environment = environment
         input = Pipe()
         output = Pipe()
+        errors = Pipe()
         process.standardInput = input
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        output.fileHandleForReading.readabilityHandler = { [buffer, condition] handle in
-            let data = handle.availableData
-            condition.lock()
-            buffer.text += String(decoding: data, as: UTF8.self)
-            condition.broadcast()
-            condition.unlock()
+        process.standardError = errors
+        for (pipe, buffer) in [(output, collected), (errors, errorText)] {
+            pipe.fileHandleForReading.readabilityHandler = { [condition] handle in
+                let data = handle.availableData
+                condition.lock()
+                buffer.text += String(decoding: data, as: UTF8.self)
+                condition.broadcast()
+                condition.unlock()
+            }
         }
         process.terminationHandler = { [exited] _ in exited.signal() }
         try process.run()
     }
 
-    /// Everything printed so far.
+    deinit {
+        if process.isRunning { process.terminate() }
+    }
+
+    /// Everything printed on stdout so far.
     var stdout: String {
         condition.lock()
         defer { condition.unlock() }
-        return buffer.text
+        return collected.text
+    }
+
+    /// Everything printed on stderr so far.
+    var stderr: String {
+        condition.lock()
+        defer { condition.unlock() }
+        return errorText.text
     }
 
     /// Waits until stdout contains `text`, at most `timeout` seconds; returns whether it appeared.
@@ -97,8 +114,8 @@ final class RunningCLI: Sendable {
         let deadline = Date().addingTimeInterval(timeout)
         condition.lock()
         defer { condition.unlock() }
-        while !buffer.text.contains(text) {
-            if !condition.wait(until: deadline) { return buffer.text.contains(text) }
+        while !collected.text.contains(text) {
+            if !condition.wait(until: deadline) { return collected.text.contains(text) }
         }
         return true
     }
@@ -114,13 +131,20 @@ final class RunningCLI: Sendable {
         return waitForExit(timeout: timeout)
     }
 
-    /// Waits for the process to end, at most `timeout` seconds; `nil` when it did not (it is then killed).
+    /// Waits for the process to end, at most `timeout` seconds, and for the rest of its output; `nil` when it did
+    /// not end (it is then killed).
     func waitForExit(timeout: TimeInterval = 10) -> Int32? {
         if exited.wait(timeout: .now() + timeout) == .timedOut {
             process.terminate()
             return nil
         }
-        output.fileHandleForReading.readabilityHandler = nil
+        for pipe in [output, errors] {
+            pipe.fileHandleForReading.readabilityHandler = nil
+            let rest = pipe.fileHandleForReading.readDataToEndOfFile()
+            condition.lock()
+            (pipe === output ? collected : errorText).text += String(decoding: rest, as: UTF8.self)
+            condition.unlock()
+        }
         return process.terminationStatus
     }
 }

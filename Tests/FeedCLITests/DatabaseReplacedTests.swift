@@ -33,11 +33,11 @@ import Testing
 
     @Test func eventsFollowExitsWith74WhenTheFileIsReplaced() throws {
         let replacement = try makeDatabases()
-        let follower = try FollowingCLI(["events", "--follow"], environment: environment)
-        #expect(follower.waitForStdout("SEQ"))
+        let follower = try RunningCLI(["events", "--follow"], environment: environment)
+        #expect(follower.waitFor("SEQ"))
         // The backlog is printed before the feed starts: wait for a live event, then replace the file.
         try likeFromAnotherProcess()
-        #expect(follower.waitForStdout("carol"))
+        #expect(follower.waitFor("carol"))
         #expect(rename(replacement, database) == 0)
         let status = follower.waitForExit()
         #expect(status == 74)
@@ -46,10 +46,10 @@ import Testing
 
     @Test func eventsFollowExitsWith74WhenTheFileIsDeleted() throws {
         _ = try makeDatabases()
-        let follower = try FollowingCLI(["events", "--follow", "--json", "--since", "8"], environment: environment)
-        #expect(follower.waitForStdout(#"{"seq":9,"#))
+        let follower = try RunningCLI(["events", "--follow", "--json", "--since", "8"], environment: environment)
+        #expect(follower.waitFor(#"{"seq":9,"#))
         try likeFromAnotherProcess()
-        #expect(follower.waitForStdout(#""userID":"carol""#))
+        #expect(follower.waitFor(#""userID":"carol""#))
         #expect(unlink(database) == 0)
         #expect(follower.waitForExit() == 74)
         #expect(follower.stderr == expectedError)
@@ -57,8 +57,8 @@ import Testing
 
     @Test func watchExitsWith74WhenTheFileIsReplaced() throws {
         let replacement = try makeDatabases()
-        let watcher = try FollowingCLI(["watch", "--user", "bob"], environment: environment)
-        #expect(watcher.waitForStdout("post1"))
+        let watcher = try RunningCLI(["watch", "--user", "bob"], environment: environment)
+        #expect(watcher.waitFor("post1"))
         #expect(rename(replacement, database) == 0)
         #expect(watcher.waitForExit() == 74)
         #expect(watcher.stderr == expectedError)
@@ -66,85 +66,10 @@ import Testing
 
     @Test func appExitsWith74WhenTheFileIsReplaced() throws {
         let replacement = try makeDatabases()
-        let app = try FollowingCLI(["app", "--user", "alice"], environment: environment)
-        #expect(app.waitForStdout("Feed for alice"))
+        let app = try RunningCLI(["app", "--user", "alice"], environment: environment)
+        #expect(app.waitFor("Feed for alice"))
         #expect(rename(replacement, database) == 0)
         #expect(app.waitForExit() == 74)
         #expect(app.stderr == expectedError)
-    }
-}
-
-/// A `feedsync` process left running, with stdout and stderr collected as they come and stdin kept open.
-final class FollowingCLI: Sendable {
-    private let process: Process
-    private let input: Pipe
-    private let output: Pipe
-    private let errors: Pipe
-    private let collected = Collected()
-    private let errorText = Collected()
-    private let condition = NSCondition()
-    private let exited = DispatchSemaphore(value: 0)
-
-    init(_ arguments: [String], environment: [String: String]) throws {
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: CLIRun.executable)
-        process.arguments = arguments
-        process.environment = environment
-        input = Pipe()
-        output = Pipe()
-        errors = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = errors
-        for (pipe, buffer) in [(output, collected), (errors, errorText)] {
-            pipe.fileHandleForReading.readabilityHandler = { [condition] handle in
-                let data = handle.availableData
-                condition.lock()
-                buffer.text += String(decoding: data, as: UTF8.self)
-                condition.broadcast()
-                condition.unlock()
-            }
-        }
-        process.terminationHandler = { [exited] _ in exited.signal() }
-        try process.run()
-    }
-
-    deinit {
-        if process.isRunning { process.terminate() }
-    }
-
-    /// Everything printed on stderr so far.
-    var stderr: String {
-        condition.lock()
-        defer { condition.unlock() }
-        return errorText.text
-    }
-
-    /// Waits until stdout contains `text`, at most `timeout` seconds; returns whether it appeared.
-    func waitForStdout(_ text: String, timeout: TimeInterval = 10) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        condition.lock()
-        defer { condition.unlock() }
-        while !collected.text.contains(text) {
-            if !condition.wait(until: deadline) { return collected.text.contains(text) }
-        }
-        return true
-    }
-
-    /// Waits for the process to end, at most `timeout` seconds, and for the rest of its output; `nil` when it did
-    /// not end (it is then killed).
-    func waitForExit(timeout: TimeInterval = 10) -> Int32? {
-        if exited.wait(timeout: .now() + timeout) == .timedOut {
-            process.terminate()
-            return nil
-        }
-        for pipe in [output, errors] {
-            pipe.fileHandleForReading.readabilityHandler = nil
-            let rest = pipe.fileHandleForReading.readDataToEndOfFile()
-            condition.lock()
-            (pipe === output ? collected : errorText).text += String(decoding: rest, as: UTF8.self)
-            condition.unlock()
-        }
-        return process.terminationStatus
     }
 }
