@@ -13,6 +13,9 @@ enum DrainLevel: Int, Comparable {
     case delivery = 1
     /// A projection's action loop: may wait for delivery (its effects' commands wait until their events went out).
     case projection = 2
+    /// A durable subscriber's pass (on its queue): may wait for anything below — its handler's commands, the
+    /// writer, delivery, projections. `catchUp()` waits for a pass only from a thread that may wait at this level.
+    case subscriberPass = 3
 
     static func < (lhs: DrainLevel, rhs: DrainLevel) -> Bool { lhs.rawValue < rhs.rawValue }
 }

@@ -228,7 +228,7 @@ public final class DurableSubscriber: Sendable {
             }
             // The pass in progress on this thread goes on to the end of the log (unless stopped).
             if insideOwnPass { return 0 }
-            if PassContext.isRunningPass || DrainContext.heldLevel != nil {
+            if !DrainContext.mayWait(for: .subscriberPass) {
                 // Another subscriber's pass (it may hold the writer inside its transaction) or a delivery or
                 // projection callback (a pass may wait for delivery): waiting here could close a cycle of waits.
                 schedulePass(liveOnly: false)
@@ -280,9 +280,9 @@ public final class DurableSubscriber: Sendable {
                 return state.stopEpoch
             }
             guard let epoch else { return 0 }
-            let outerPass = PassContext.enter()
+            let outer = DrainContext.enter(.subscriberPass)
             defer {
-                PassContext.restore(outerPass)
+                DrainContext.restore(outer)
                 live.withLock { $0.passThread = nil }
             }
             let stopped = { [live] in live.withLock { $0.stopEpoch != epoch } }
@@ -392,31 +392,5 @@ public final class DurableSubscriber: Sendable {
             }
             if let seq { emit(SignalEmission(signal: .rebuilt(seq: seq))) }
         }
-    }
-}
-
-/// Whether the current thread is running a ``DurableSubscriber`` pass (any subscriber's), in thread-local storage.
-///
-/// A pass holds no delivery role, but a transactional pass holds the writer connection, and any pass may be what
-/// another thread waits for: so a pass never blocks waiting for another subscriber's pass.
-private enum PassContext {
-    private static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        let status = pthread_key_create(&key, nil)
-        precondition(status == 0, "pthread_key_create failed: \(status)")
-        return key
-    }()
-
-    static var isRunningPass: Bool { pthread_getspecific(key) != nil }
-
-    /// Marks the current thread as running a pass; returns the previous mark for ``restore(_:)``.
-    static func enter() -> Bool {
-        let previous = isRunningPass
-        pthread_setspecific(key, UnsafeRawPointer(bitPattern: 1))
-        return previous
-    }
-
-    static func restore(_ previous: Bool) {
-        pthread_setspecific(key, previous ? UnsafeRawPointer(bitPattern: 1) : nil)
     }
 }
