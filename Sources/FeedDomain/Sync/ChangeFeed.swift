@@ -75,7 +75,7 @@ public final class ChangeFeed: Sendable {
 
     private let service: FeedService
     private let options: Options
-    private let errorChannel = ErrorChannel()
+    private let errorChannel = SealedSubject<FeedError>()
     private let state = Locked<RunState>(RunState())
 
     /// The feed's runs: at most one current, plus those stopped whose thread has not ended yet.
@@ -190,7 +190,7 @@ public final class ChangeFeed: Sendable {
         let identity: FileIdentity
         let service: FeedService
         let options: Options
-        let errors: ErrorChannel
+        let errors: SealedSubject<FeedError>
         let state: Locked<RunState>
         let run: Run
     }
@@ -245,30 +245,6 @@ public final class ChangeFeed: Sendable {
 /// A point where ``ChangeFeed/Options`` may inject a fault; a private type, so that the stored injector cannot be
 /// called by code that reaches it through reflection.
 private struct FaultPoint {}
-
-/// The side channel behind ``ChangeFeed/errors``.
-///
-/// Its sender exists only inside the two closures' captures, and both closures take a ``Key`` — a private type —
-/// so a `Mirror` walk from a ``ChangeFeed`` reaches no stored publisher that sends, and no closure that code
-/// outside this file can cast to a callable type.
-private struct ErrorChannel: Sendable {
-    struct Key {}
-
-    private let subscribeBody: @Sendable (Key) -> AnyPublisher<FeedError, Never>
-    private let sendBody: @Sendable (Key, FeedError) -> Void
-
-    init() {
-        let subject = PassthroughPublisher<FeedError, Never>()
-        subscribeBody = { _ in subject.sealed() }
-        sendBody = { _, error in subject.send(error) }
-    }
-
-    /// A subscribe-only handle.
-    var publisher: AnyPublisher<FeedError, Never> { subscribeBody(Key()) }
-
-    /// Reports `error` to the current subscribers.
-    func send(_ error: FeedError) { sendBody(Key(), error) }
-}
 
 /// One run of the watching thread: its stop flag, its wake-up source and its end.
 private final class Run: Sendable {

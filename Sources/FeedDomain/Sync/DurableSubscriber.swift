@@ -82,11 +82,10 @@ public final class DurableSubscriber: Sendable {
     ) {
         precondition(batchSize > 0, "API Violation: batchSize must be positive")
         self.name = name
-        let subject = PassthroughPublisher<Signal, Never>()
-        signalHandle = subject.sealed()
+        let signals = SealedSubject<Signal>()
+        signalHandle = signals.publisher
         let engine = Engine(
-            name: name, service: service, batchSize: batchSize, delivery: delivery, rebuild: rebuild,
-            emit: { emission in subject.send(emission.signal) })
+            name: name, service: service, batchSize: batchSize, delivery: delivery, rebuild: rebuild, signals: signals)
         self.engine = { _ in engine }
     }
 
@@ -138,11 +137,6 @@ public final class DurableSubscriber: Sendable {
     /// Unlocks the engine closure; private, so outside code cannot make one.
     private struct EngineKey {}
 
-    /// A signal on its way to the subject; private, so a closure taking it cannot be cast to a public type and called.
-    private struct SignalEmission {
-        let signal: Signal
-    }
-
     /// Does the work of a subscriber; reachable only through the subscriber's engine closure.
     private final class Engine: Sendable {
         private let name: String
@@ -151,8 +145,8 @@ public final class DurableSubscriber: Sendable {
         private let rebuild: (@Sendable (Connection) throws -> Void)?
         private let batchSize: Int
         private let queue: DispatchQueue
-        /// Sends a signal; the subject lives only in this closure's captures.
-        private let emit: @Sendable (SignalEmission) -> Void
+        /// Where signals go out.
+        private let signals: SealedSubject<Signal>
         private let live = Locked<LiveState>(LiveState())
 
         private struct LiveState {
@@ -178,14 +172,14 @@ public final class DurableSubscriber: Sendable {
 
         init(
             name: String, service: FeedService, batchSize: Int, delivery: Delivery,
-            rebuild: (@Sendable (Connection) throws -> Void)?, emit: @escaping @Sendable (SignalEmission) -> Void
+            rebuild: (@Sendable (Connection) throws -> Void)?, signals: SealedSubject<Signal>
         ) {
             self.name = name
             self.service = service
             self.batchSize = batchSize
             self.delivery = delivery
             self.rebuild = rebuild
-            self.emit = emit
+            self.signals = signals
             self.queue = DispatchQueue(label: "FeedSync.DurableSubscriber")
         }
 
@@ -238,7 +232,7 @@ public final class DurableSubscriber: Sendable {
                 return try queue.sync { try pass(scheduled: false) }
             } catch {
                 let feedError = FeedError.wrap(error, value: name)
-                emit(SignalEmission(signal: .failed(feedError)))
+                signals.send(.failed(feedError))
                 throw feedError
             }
         }
@@ -262,7 +256,7 @@ public final class DurableSubscriber: Sendable {
                 do {
                     _ = try pass(scheduled: true)
                 } catch {
-                    emit(SignalEmission(signal: .failed(FeedError.wrap(error, value: name))))
+                    signals.send(.failed(FeedError.wrap(error, value: name)))
                 }
             }
         }
@@ -296,14 +290,14 @@ public final class DurableSubscriber: Sendable {
                 }
                 switch outcome {
                 case .needsRebuild(let cursor, let through):
-                    emit(SignalEmission(signal: .needsRebuild(cursor: cursor, prunedThrough: through)))
+                    signals.send(.needsRebuild(cursor: cursor, prunedThrough: through))
                     if stopped() { return applied }
                     try rebuildState()
                 case .applied(let count, let through, let stoppedDuringBatch):
                     applied += count
                     if stoppedDuringBatch { return applied }
                     if count < batchSize {
-                        emit(SignalEmission(signal: .caughtUp(seq: through)))
+                        signals.send(.caughtUp(seq: through))
                         return applied
                     }
                 }
@@ -390,7 +384,7 @@ public final class DurableSubscriber: Sendable {
                 try cursors.markRebuilt(name, through: last, bulkGeneration: baseline.bulkGeneration, at: Date())
                 return last
             }
-            if let seq { emit(SignalEmission(signal: .rebuilt(seq: seq))) }
+            if let seq { signals.send(.rebuilt(seq: seq)) }
         }
     }
 }
