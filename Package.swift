@@ -17,12 +17,23 @@ let package = Package(
         .executable(name: "feedsync", targets: ["feedsync"]),
         .executable(name: "feedsync-bench", targets: ["feedsync-bench"]),
     ],
+    // The PostgreSQL backend needs libpq (apt `libpq-dev`). It is on by default; a package that wants SQLite only
+    // depends on FeedSync with `traits: []` and builds without libpq.
+    traits: [
+        .trait(name: "PostgreSQL", description: "The PostgreSQL backend (links the system's libpq)."),
+        .default(enabledTraits: ["PostgreSQL"]),
+    ],
     targets: [
         // MARK: - C and build tooling
         .systemLibrary(
             name: "CSQLite",
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
         ),
         .target(
             name: "FeedChecksum",
@@ -41,6 +52,10 @@ let package = Package(
 
         // MARK: - Library layers
         .target(
+            name: "FeedCore",
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "FeedSQLite",
             dependencies: ["CSQLite"],
             swiftSettings: strictSettings
@@ -48,13 +63,13 @@ let package = Package(
         .target(
             name: "FeedMigrations",
             path: "Migrations",
-            exclude: ["sql"],
+            exclude: ["sqlite", "postgresql"],
             swiftSettings: strictSettings,
             plugins: ["EmbedMigrations"]
         ),
         .target(
             name: "FeedStorage",
-            dependencies: ["FeedSQLite", "FeedMigrations", "FeedChecksum"],
+            dependencies: ["FeedCore", "FeedSQLite", "FeedMigrations", "FeedChecksum"],
             swiftSettings: strictSettings
         ),
         .target(
@@ -67,12 +82,20 @@ let package = Package(
         ),
         .target(
             name: "FeedDomain",
-            dependencies: ["FeedStorage", "FeedPublishers", "FeedDependencies"],
+            dependencies: ["FeedCore", "FeedPublishers", "FeedDependencies"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "FeedPostgres",
+            dependencies: ["CLibPQ", "FeedCore", "FeedMigrations", "FeedChecksum"],
             swiftSettings: strictSettings
         ),
         .target(
             name: "FeedSync",
-            dependencies: ["FeedSQLite", "FeedStorage", "FeedPublishers", "FeedDependencies", "FeedDomain"],
+            dependencies: [
+                "FeedCore", "FeedStorage", "FeedPublishers", "FeedDependencies", "FeedDomain",
+                .target(name: "FeedPostgres", condition: .when(traits: ["PostgreSQL"])),
+            ],
             swiftSettings: strictSettings
         ),
         .target(
@@ -94,7 +117,7 @@ let package = Package(
         // MARK: - Tests
         .target(
             name: "FeedTestSupport",
-            dependencies: ["FeedSQLite", "FeedStorage"],
+            dependencies: ["FeedCore", "FeedSQLite", "FeedStorage"],
             path: "Tests/FeedTestSupport",
             swiftSettings: strictSettings
         ),
@@ -105,12 +128,20 @@ let package = Package(
         ),
         .testTarget(
             name: "FeedStorageTests",
-            dependencies: ["FeedStorage", "FeedSQLite", "FeedMigrations", "FeedChecksum", "FeedTestSupport"],
+            dependencies: ["FeedCore", "FeedStorage", "FeedSQLite", "FeedMigrations", "FeedChecksum", "FeedTestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "FeedDomainTests",
-            dependencies: ["FeedDomain", "FeedStorage", "FeedSQLite", "FeedPublishers", "FeedDependencies", "FeedTestSupport"],
+            dependencies: [
+                "FeedSync", "FeedCore", "FeedDomain", "FeedStorage", "FeedSQLite", "FeedPublishers", "FeedDependencies",
+                "FeedTestSupport",
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "FeedPostgresTests",
+            dependencies: ["FeedPostgres", "FeedCore", "FeedMigrations", "FeedTestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -120,7 +151,7 @@ let package = Package(
         ),
         .testTarget(
             name: "FeedCLITests",
-            dependencies: ["FeedCLI", "FeedSync", "FeedTestSupport"],
+            dependencies: ["FeedCLI", "FeedSync", "FeedStorage", "FeedSQLite", "FeedTestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

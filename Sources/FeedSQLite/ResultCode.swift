@@ -64,6 +64,8 @@ public struct ResultCode: RawRepresentable, Hashable, Sendable {
     public static let notADatabase = ResultCode(rawValue: SQLITE_NOTADB)
     /// `SQLITE_ROW`: a step produced a row.
     public static let row = ResultCode(rawValue: SQLITE_ROW)
+    /// A parameter index or name out of range (`SQLITE_RANGE`).
+    public static let range = ResultCode(rawValue: SQLITE_RANGE)
     /// `SQLITE_DONE`: a step finished.
     public static let done = ResultCode(rawValue: SQLITE_DONE)
 

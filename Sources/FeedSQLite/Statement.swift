@@ -132,6 +132,32 @@ public final class Statement {
         }
     }
 
+    /// Binds `values[n - 1]` to the parameter named `$n` (or `?n`, or the n-th `?`), whatever order the statement
+    /// names them in — the placeholder style both FeedSync backends accept.
+    ///
+    /// - Throws: ``SQLiteError`` with code `SQLITE_RANGE` when the statement names a parameter that is not `$1`
+    ///   … `$\(values.count)`, or when the counts differ (user SQL: an error, not a trap).
+    public func bind(numbered values: [any SQLiteBindable]) throws(SQLiteError) {
+        guard values.count == Int(parameterCount) else {
+            throw SQLiteError(
+                code: .range, message: "\(values.count) values for \(parameterCount) parameters", sql: sql)
+        }
+        for index in 1...max(1, parameterCount) where index <= parameterCount {
+            var position = Int(index)
+            if let name = sqlite3_bind_parameter_name(handle, index) {
+                let text = String(cString: name)
+                guard let number = Int(text.dropFirst()), text.first == "$" || text.first == "?",
+                    (1...values.count).contains(number)
+                else {
+                    throw SQLiteError(code: .range, message: "parameter \(text) is not one of $1…$\(values.count)", sql: sql)
+                }
+                position = number
+            }
+            let value = values[position - 1]
+            try bind(value, at: index)
+        }
+    }
+
     /// Sets every parameter back to `NULL`.
     public func clearBindings() {
         sqlite3_clear_bindings(handle)

@@ -1,3 +1,4 @@
+internal import FeedCore
 internal import FeedSQLite
 public import Foundation
 
@@ -60,7 +61,7 @@ public final class BulkLoader {
                     let sql = try db.fetchOne(
                         "SELECT sql FROM sqlite_schema WHERE type = 'trigger' AND name = ?", name, decode: { $0.string(at: 0) })
                 else {
-                    throw StorageError.sqlite(SQLiteError(code: .error, message: "trigger \(name) is missing from the schema"))
+                    throw StorageError.sqliteFailure("trigger \(name) is missing from the schema")
                 }
                 triggerSQL.append(sql)
             }

@@ -1,3 +1,4 @@
+public import FeedCore
 public import FeedSQLite
 
 /// A FeedSync database: the SQLite file (or in-memory database), migrated to this binary's schema — or, opened
@@ -115,7 +116,7 @@ public final class FeedStore: Sendable {
         switch error {
         case let error as StorageError: error
         case let error as SQLiteError: StorageError(error, path: path)
-        default: StorageError.sqlite(SQLiteError(code: .error, message: "\(error)"))
+        default: StorageError.sqliteFailure("\(error)")
         }
     }
 

@@ -103,13 +103,13 @@ enum Agents {
         try args.finish()
         guard !path.isEmpty else { throw BenchError("agent-subscriber needs --db PATH") }
         let service = try FeedService(path: path)
-        try service.store.write { db in
-            try db.execute("CREATE TABLE IF NOT EXISTS agent_applied (subscriber TEXT NOT NULL, seq INTEGER NOT NULL)")
-        }
+        _ = try service.backend.write(
+            { tx in try tx.execute("CREATE TABLE IF NOT EXISTS agent_applied (subscriber TEXT NOT NULL, seq INTEGER NOT NULL)") },
+            afterCommit: { _ in })
         let subscriber = DurableSubscriber(
             name: name, service: service, batchSize: 10,
-            delivery: .transactional { event, db in
-                try db.run("INSERT INTO agent_applied (subscriber, seq) VALUES (?, ?)", name, event.seq)
+            delivery: .transactional { event, tx in
+                try tx.execute("INSERT INTO agent_applied (subscriber, seq) VALUES ($1, $2)", [.text(name), .integer(event.seq)])
             })
         let printer = subscriber.signals.sink { signal in
             if case .caughtUp(let seq) = signal { emitLine("applied \(seq)") }

@@ -131,7 +131,7 @@ struct ToggleTotals {
 
     init(_ service: FeedService) throws {
         likes = try service.status().likes
-        likeCountTotal = try service.store.read { db in try db.fetchInt64("SELECT sum(like_count) FROM posts") } ?? 0
+        likeCountTotal = try service.backend.read { tx in try tx.fetch("SELECT sum(like_count) FROM posts", []).first?.first?.integer } ?? 0
         likedByUser1 = try service.likedPostIDs(userID: "user1")
     }
 }

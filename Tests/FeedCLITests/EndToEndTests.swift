@@ -1,4 +1,6 @@
 import FeedSync
+import FeedSQLite
+import FeedStorage
 import FeedTestSupport
 import Foundation
 import Testing

@@ -1,7 +1,9 @@
+import FeedSync
 @testable import FeedDomain
+import FeedCore
 import FeedPublishers
 import FeedSQLite
-import FeedStorage
+@testable import FeedStorage
 import FeedTestSupport
 import Foundation
 import Testing

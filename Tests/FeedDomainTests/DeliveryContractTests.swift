@@ -1,3 +1,5 @@
+import FeedSync
+import FeedCore
 import FeedDependencies
 @testable import FeedDomain
 import FeedPublishers
@@ -114,7 +116,7 @@ import Testing
             try service.commit(value: nil) { db, events in
                 try db.execute("PRAGMA defer_foreign_keys = ON")
                 events.append(
-                    try EventLog(db).append(kind: .liked, userID: "user1", postID: "post1", likeCount: 1, at: Date()))
+                    try db.appendEvent(kind: .liked, userID: "user1", postID: "post1", likeCount: 1, at: Date()))
                 _ = try db.run("INSERT INTO likes (user_key, post_key, created_at) VALUES (?, ?, ?)", Int64(999), Int64(999), Int64(0))
             }
         }

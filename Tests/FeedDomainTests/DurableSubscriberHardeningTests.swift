@@ -1,3 +1,5 @@
+import FeedSync
+import FeedCore
 import FeedDependencies
 import FeedDomain
 import FeedPublishers
@@ -160,7 +162,7 @@ import Testing
             name: "stopper", service: service, batchSize: 100,
             delivery: .transactional { event, db in
                 try db.run("INSERT INTO applied (seq) VALUES (?)", event.seq)
-                if try db.fetchInt64("SELECT count(*) FROM applied") == 5 { handle.withLock { $0 }?.stop() }
+                if try db.fetch("SELECT count(*) FROM applied", []).first?.first?.integer == 5 { handle.withLock { $0 }?.stop() }
             })
         handle.withLock { $0 = subscriber }
         defer { handle.withLock { $0 = nil } }

@@ -1,3 +1,5 @@
+import FeedSync
+import FeedCore
 import FeedDependencies
 @testable import FeedDomain
 import FeedPublishers

@@ -1,3 +1,5 @@
+import FeedSync
+import FeedCore
 import FeedDomain
 import FeedSQLite
 import FeedStorage

@@ -1,3 +1,5 @@
+import FeedSync
+import FeedCore
 import FeedDependencies
 import FeedDomain
 import FeedPublishers

@@ -1,3 +1,5 @@
+import FeedSync
+import FeedCore
 import FeedDependencies
 import FeedDomain
 import FeedPublishers
@@ -47,5 +49,52 @@ final class Box<Value>: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         return try body(&value)
+    }
+}
+
+extension FeedService {
+    /// The SQLite store under a service opened on a file or in memory — for tests that reach the SQLite backend
+    /// directly (raw SQL, its connections).
+    var store: FeedStore {
+        guard let store = backend as? FeedStore else { preconditionFailure("this test needs the SQLite backend") }
+        return store
+    }
+}
+
+extension FeedService {
+    /// Creates a service over an open SQLite store.
+    convenience init(store: FeedStore, bridge: EventBridge = EventBridge()) throws(FeedError) {
+        try self.init(backend: store, bridge: bridge)
+    }
+}
+
+/// A value a test binds with ``FeedTransaction/run(_:_:)``.
+protocol TestBindable {
+    var databaseValue: DatabaseValue { get }
+}
+
+extension String: TestBindable {
+    var databaseValue: DatabaseValue { .text(self) }
+}
+
+extension Int64: TestBindable {
+    var databaseValue: DatabaseValue { .integer(self) }
+}
+
+extension FeedTransaction {
+    /// Runs one statement written with `?` placeholders (numbered `$1`, `$2`, … here, as every backend accepts).
+    @discardableResult
+    func run(_ sql: String, _ values: any TestBindable...) throws -> Int {
+        var numbered = ""
+        var next = 0
+        for character in sql {
+            if character == "?" {
+                next += 1
+                numbered += "$\(next)"
+            } else {
+                numbered.append(character)
+            }
+        }
+        return try execute(numbered, values.map(\.databaseValue))
     }
 }

@@ -1,3 +1,5 @@
+import FeedSync
+import FeedCore
 import FeedDependencies
 @testable import FeedDomain
 import FeedPublishers
@@ -223,7 +225,7 @@ import Testing
                 count -= 1
                 return true
             }
-            if fail { throw SQLiteError(code: .busy, message: "database is locked") }
+            if fail { throw StorageError(SQLiteError(code: .busy, message: "database is locked"), path: path) }
         }
         let feed = ChangeFeed(service: service, options: options)
         let errors = Recorder(feed.errors)

@@ -1,3 +1,4 @@
+import FeedCore
 import FeedChecksum
 import FeedMigrations
 import FeedSQLite
@@ -115,7 +116,7 @@ import Testing
     @Test func embeddedMigrationTextEqualsTheFiles() throws {
         let folder = URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Migrations/sql")
+            .appendingPathComponent("Migrations/sqlite")
         let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".sql") }.sorted()
         #expect(!names.isEmpty)
         #expect(EmbeddedMigrationFile.all.map(\.fileName) == names)

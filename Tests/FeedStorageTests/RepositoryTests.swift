@@ -1,3 +1,4 @@
+import FeedCore
 import FeedSQLite
 import FeedStorage
 import FeedTestSupport
@@ -99,8 +100,8 @@ import Testing
         ]
         for sql in attempts {
             let error = try #require(throws: StorageError.self, "\(sql)") { try store.write { db in try db.execute(sql) } }
-            guard case .sqlite(let sqlite) = error else { Issue.record("unexpected \(error)"); continue }
-            #expect(sqlite.code.primary == .constraint, "\(sql)")
+            guard case .database(let sqlite) = error else { Issue.record("unexpected \(error)"); continue }
+            #expect(Int32(sqlite.code).map { ResultCode(rawValue: $0).primary } == .constraint, "\(sql)")
         }
     }
 

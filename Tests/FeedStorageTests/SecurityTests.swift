@@ -1,3 +1,4 @@
+import FeedCore
 import FeedStorage
 import Foundation
 import Testing

@@ -36,13 +36,15 @@ enum ParserError: Error, Sendable, Hashable {
     case missingOption(option: String, command: String)
     /// `--db :memory:`, `--db file:x.sqlite?mode=ro` or the same in `FEEDSYNC_DB` (`origin`): not a file path.
     case notADatabasePath(String, origin: String)
+    /// `--db mysql://…`: a URL of a scheme no backend serves (the value is already redacted).
+    case unsupportedDatabaseURL(String, origin: String)
     /// `completions tcsh`.
     case unknownShell(String)
 
     /// The command whose help the hint points to (`nil` for the top-level help).
     var helpCommand: String? {
         switch self {
-        case .noCommand, .unknownCommand, .notADatabasePath: nil
+        case .noCommand, .unknownCommand, .notADatabasePath, .unsupportedDatabaseURL: nil
         case .unknownSubcommand(let group, _), .missingSubcommand(let group): group
         case .unknownOption(_, let command), .missingValue(_, let command), .flagWithValue(_, _, let command),
             .duplicateOption(_, let command), .unexpectedArgument(_, let command), .missingArgument(_, let command),
@@ -81,6 +83,9 @@ enum ParserError: Error, Sendable, Hashable {
         case .missingOption(let option, let command): "'\(command)' needs --\(option)"
         case .unknownShell(let value):
             "unknown shell \(FeedError.quoted(value)) for 'completions': use " + CompletionShell.names.joined(separator: ", ")
+        case .unsupportedDatabaseURL(let value, let origin):
+            "\(origin) \(FeedError.quoted(value)) is a URL FeedSync cannot open: pass a file path (SQLite) or a "
+                + "postgresql:// URL"
         case .notADatabasePath(let value, let origin):
             value == ":memory:"
                 ? "\(origin) \(FeedError.quoted(value)) is SQLite's in-memory database, which would vanish when the command "

@@ -54,11 +54,20 @@ struct CLIError: Error, Sendable, Hashable {
         case .corrupt(let path):
             "database \(FeedError.quoted(path)) is damaged (SQLite reports it malformed). Restore it from a backup, or pass --db."
         case .ioError(let path, let code):
-            "cannot write \(FeedError.quoted(path)): I/O error (SQLite code \(code.rawValue)); nothing was written. Check free disk space and file size limits."
+            "cannot write \(FeedError.quoted(path)): I/O error (SQLite code \(code)); nothing was written. Check free disk space and file size limits."
         case .diskFull(let path):
             "the disk is full while writing \(FeedError.quoted(path)); nothing was written. Free some space and try again."
         case .busy:
             "the database stayed locked by another process beyond the busy timeout. Try again."
+        case .connectionLost(let location, let reason):
+            "lost the connection to \(FeedError.quoted(location)) (\(reason)); nothing was committed by this command. "
+                + "Check that the server is up, then try again."
+        case .timedOut:
+            "\(error); nothing was written. Try again, or raise the statement timeout."
+        case .unsupportedLocation:
+            "\(error)."
+        case .databaseReplaced:
+            "\(error). Start again to follow the new file."
         case .schemaNewer(let database, let binary):
             "the database's schema version \(database) is newer than this feedsync (up to \(binary)). Upgrade feedsync."
         case .unknownMigration, .migrationChanged:

@@ -31,49 +31,50 @@ struct CommandContext: Sendable {
     ///   to `feedsync init`.
     func openService(create: Bool) throws(CLIError) -> FeedService {
         if !create, databaseUse == .reads || databaseUse == .inspects {
-            let store = try openStore(mode: .readCurrent)
+            let backend = try openBackend(mode: .readCurrent)
             do {
-                return try FeedService(store: store)
+                return try FeedService(backend: backend)
             } catch {
-                store.close()
+                backend.close()
                 throw CLIError(error)
             }
         }
-        let path = settings.databasePath
-        if !create { try requireDatabaseFile() }
-        if create {
-            do {
-                try FeedPaths.createParentDirectory(of: path)
-            } catch {
-                throw CLIError(
-                    "cannot create the directory of \(FeedError.quoted(path)). Check its permissions, or pass --db.",
-                    exitCode: .database)
+        if case .sqliteFile(let path) = settings.location {
+            if !create { try requireDatabaseFile() }
+            if create {
+                do {
+                    try FeedPaths.createParentDirectory(of: path)
+                } catch {
+                    throw CLIError(
+                        "cannot create the directory of \(FeedError.quoted(path)). Check its permissions, or pass --db.",
+                        exitCode: .database)
+                }
             }
         }
         do {
-            return try FeedService(path: path, configuration: configuration)
+            return try FeedService(location: settings.location, options: openOptions)
         } catch {
             throw CLIError(error)
         }
     }
 
-    /// Opens the existing database file read-only, writing nothing: ``FeedStore/OpenMode/readCurrent`` (the schema
-    /// must be current) or ``FeedStore/OpenMode/inspect`` (any version up to this binary's).
-    func openStore(mode: FeedStore.OpenMode) throws(CLIError) -> FeedStore {
-        try requireDatabaseFile()
-        let path = settings.databasePath
-        var configuration = configuration
+    /// Opens the existing database read-only, writing nothing: ``FeedOpenOptions/Mode/readCurrent`` (the schema
+    /// must be current) or ``FeedOpenOptions/Mode/inspect`` (any version up to this binary's).
+    func openBackend(mode: FeedOpenOptions.Mode) throws(CLIError) -> any FeedBackend {
+        if case .sqliteFile = settings.location { try requireDatabaseFile() }
+        var options = openOptions
+        options.mode = mode
         // Reading a WAL database creates its -wal and -shm files; let closing remove them again.
-        configuration.removesWALFilesOnClose = true
+        options.removesWALFilesOnClose = true
         do {
-            return try FeedStore(path: path, mode: mode, configuration: configuration)
-        } catch .migrationsPending(let databaseVersion, let binaryVersion) {
+            return try FeedBackends.open(settings.location, options: options)
+        } catch .storage(.migrationsPending(let databaseVersion, let binaryVersion)) {
             throw CLIError(
-                "the database \(FeedError.quoted(path)) has schema version \(databaseVersion) and this feedsync reads "
-                    + "version \(binaryVersion); reading never migrates. Run 'feedsync init' to migrate it.",
+                "the database \(FeedError.quoted(settings.databaseDisplay)) has schema version \(databaseVersion) and this "
+                    + "feedsync reads version \(binaryVersion); reading never migrates. Run 'feedsync init' to migrate it.",
                 exitCode: .database)
         } catch {
-            throw CLIError(FeedError.storage(error))
+            throw CLIError(error)
         }
     }
 
@@ -87,12 +88,12 @@ struct CommandContext: Sendable {
         }
     }
 
-    /// The connection options: the default 5 s busy timeout, or `FEEDSYNC_BUSY_TIMEOUT_MS`.
-    var configuration: Configuration {
-        var configuration = Configuration()
+    /// The open options: the default 5 s busy timeout, or `FEEDSYNC_BUSY_TIMEOUT_MS`.
+    var openOptions: FeedOpenOptions {
+        var options = FeedOpenOptions()
         if let text = environment["FEEDSYNC_BUSY_TIMEOUT_MS"], let millis = Int(text), millis >= 0 {
-            configuration.busyMode = .timeout(.milliseconds(millis))
+            options.busyTimeout = .milliseconds(millis)
         }
-        return configuration
+        return options
     }
 }

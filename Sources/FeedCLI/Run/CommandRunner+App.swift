@@ -5,7 +5,7 @@ extension CommandRunner {
     /// A deleted or replaced database file ends it with status 74.
     func app(_ command: FeedCommand) async throws(CLIError) -> ExitCode {
         let service = try context.openService(create: false)
-        defer { service.store.close() }  // the last connection to close checkpoints the WAL
+        defer { service.close() }  // on SQLite the last connection to close checkpoints the WAL
         let viewer = context.userID
         // Fail early, with the usual message and status, when the viewer does not exist.
         _ = try attempt { () throws(FeedError) in try service.feedPage(viewerID: viewer, limit: 1) }

@@ -4,7 +4,7 @@ extension CommandRunner {
     /// `user add ID [--name NAME]`.
     func userAdd(_ command: UserAddCommand) throws(CLIError) -> ExitCode {
         let service = try context.openService(create: false)
-        defer { service.store.close() }  // the last connection to close checkpoints the WAL
+        defer { service.close() }  // on SQLite the last connection to close checkpoints the WAL
         let user = try attempt { () throws(FeedError) in try service.createUser(id: command.id, name: command.name) }
         if json { printJSON(JSONShapes.user(user)) } else { console.line(TextSanitizer.clean(user.id)) }
         return .success
@@ -13,7 +13,7 @@ extension CommandRunner {
     /// `user list`.
     func userList() throws(CLIError) -> ExitCode {
         let service = try context.openService(create: false)
-        defer { service.store.close() }  // the last connection to close checkpoints the WAL
+        defer { service.close() }  // on SQLite the last connection to close checkpoints the WAL
         let users = try attempt { () throws(FeedError) in try service.users() }
         if json {
             printJSON(.object([("users", .array(users.map(JSONShapes.user)))]))
@@ -32,7 +32,7 @@ extension CommandRunner {
     /// `post add --author ID [--id POSTID] TEXT`: prints the new id.
     func postAdd(_ command: PostAddCommand) throws(CLIError) -> ExitCode {
         let service = try context.openService(create: false)
-        defer { service.store.close() }  // the last connection to close checkpoints the WAL
+        defer { service.close() }  // on SQLite the last connection to close checkpoints the WAL
         let post = try attempt { () throws(FeedError) in
             try service.createPost(id: command.postID, authorID: command.authorID, body: command.text)
         }
@@ -43,7 +43,7 @@ extension CommandRunner {
     /// `feed [--limit N] [--before CURSOR]`.
     func feed(_ command: FeedCommand) throws(CLIError) -> ExitCode {
         let service = try context.openService(create: false)
-        defer { service.store.close() }  // the last connection to close checkpoints the WAL
+        defer { service.close() }  // on SQLite the last connection to close checkpoints the WAL
         let viewer = context.settings.userID
         let page = try attempt { () throws(FeedError) in
             try service.feedPage(viewerID: viewer, before: command.before, limit: command.limit)
@@ -71,7 +71,7 @@ extension CommandRunner {
     /// `show POST`.
     func show(_ postID: String) throws(CLIError) -> ExitCode {
         let service = try context.openService(create: false)
-        defer { service.store.close() }  // the last connection to close checkpoints the WAL
+        defer { service.close() }  // on SQLite the last connection to close checkpoints the WAL
         let viewer = context.settings.userID
         let detail = try attempt { () throws(FeedError) in try service.post(id: postID, viewerID: viewer) }
         if json {
@@ -85,7 +85,7 @@ extension CommandRunner {
     /// `like POST`, `unlike POST`, `toggle POST`: exits 0 only after the commit.
     func like(_ command: LikeActionCommand) throws(CLIError) -> ExitCode {
         let service = try context.openService(create: false)
-        defer { service.store.close() }  // the last connection to close checkpoints the WAL
+        defer { service.close() }  // on SQLite the last connection to close checkpoints the WAL
         let user = context.userID
         let result = try attempt { () throws(FeedError) in
             switch command.action {

@@ -4,10 +4,20 @@ internal import Foundation
 extension CommandRunner {
     /// `init`: create or migrate; harmless twice.
     func initialize() throws(CLIError) -> ExitCode {
-        let path = context.settings.databasePath
-        let existed = FileManager.default.fileExists(atPath: path)
+        let path = context.settings.databaseDisplay
+        let existed: Bool
+        if case .sqliteFile(let file) = context.settings.location {
+            existed = FileManager.default.fileExists(atPath: file)
+        } else {
+            // A server database exists before `init`; "created" means its schema was.
+            existed =
+                (try? context.openBackend(mode: .inspect)).map { backend in
+                    defer { backend.close() }
+                    return ((try? backend.schemaStatus())?.databaseVersion ?? 0) > 0
+                } ?? false
+        }
         let service = try context.openService(create: true)
-        defer { service.store.close() }  // the last connection to close checkpoints the WAL
+        defer { service.close() }  // on SQLite the last connection to close checkpoints the WAL
         let status = try attempt { () throws(FeedError) in try service.status() }
         if json {
             printJSON(
@@ -25,16 +35,13 @@ extension CommandRunner {
     /// anything, so the pending migrations are the database's real ones. The counts need the current schema: on a
     /// database that needs migrating they are not shown (`null` in JSON) and a hint on stderr points to `init`.
     func status() throws(CLIError) -> ExitCode {
-        let store = try context.openStore(mode: .inspect)
-        defer { store.close() }  // the last connection to close removes the -wal and -shm files reading created
-        let path = context.settings.databasePath
+        let backend = try context.openBackend(mode: .inspect)
+        defer { backend.close() }  // on SQLite the last connection to close removes the -wal and -shm files reading created
         let status: StatusReport
         do {
-            status = try store.read { db in try StatusReport(db, migrator: store.migrator, path: path) }
-        } catch let error as StorageError {
-            throw CLIError(FeedError.storage(error))
+            status = try StatusReport(backend)
         } catch {
-            throw CLIError(FeedError.storage(.sqlite(SQLiteError(code: .error, message: "\(error)"))))
+            throw CLIError(FeedError.wrap(error))
         }
         if json {
             printJSON(JSONShapes.status(status))
@@ -66,7 +73,7 @@ extension CommandRunner {
     /// `check`: 0 when every invariant holds, 1 listing each violation.
     func check() throws(CLIError) -> ExitCode {
         let service = try context.openService(create: true)
-        defer { service.store.close() }  // the last connection to close checkpoints the WAL
+        defer { service.close() }  // on SQLite the last connection to close checkpoints the WAL
         let violations = try attempt { () throws(FeedError) in try service.check() }
         if json {
             printJSON(
@@ -91,30 +98,35 @@ struct StatusReport: Sendable, Hashable {
         let lastSeq: Int64
     }
 
-    /// The database file, as given.
+    /// The database file as given, or the URL without its password.
     let path: String
+    /// `SQLite` or `PostgreSQL`.
+    let backend: String
     /// The database's schema version.
     let schemaVersion: Int
     /// The newest schema version this binary knows.
     let binarySchemaVersion: Int
     /// The migrations the database still needs, oldest first.
-    let pendingMigrations: [Migration]
+    let pendingMigrations: [MigrationName]
     /// The counts; `nil` when migrations are pending (the tables they read may not exist yet).
     let counts: Counts?
 
-    /// Reads the report on `db`, inside one read transaction.
-    init(_ db: Connection, migrator: Migrator, path: String) throws {
-        self.path = path
-        schemaVersion = try migrator.currentVersion(db)
-        binarySchemaVersion = migrator.latestVersion
-        pendingMigrations = try migrator.pendingMigrations(db)
+    /// Reads the report from `backend`; the counts in one read transaction.
+    init(_ backend: any FeedBackend) throws {
+        path = backend.location
+        self.backend = backend.backendName
+        let schema = try backend.schemaStatus()
+        schemaVersion = schema.databaseVersion
+        binarySchemaVersion = schema.binaryVersion
+        pendingMigrations = schema.pending
         guard pendingMigrations.isEmpty else {
             counts = nil
             return
         }
-        let log = EventLog(db)
-        counts = Counts(
-            users: try UserRepository(db).count(), posts: try PostRepository(db).count(), likes: try LikeRepository(db).count(),
-            events: try log.count(), lastSeq: try log.lastSeq())
+        counts = try backend.read { tx in
+            let counts = try tx.counts()
+            return Counts(
+                users: counts.users, posts: counts.posts, likes: counts.likes, events: counts.events, lastSeq: try tx.lastSeq())
+        }
     }
 }

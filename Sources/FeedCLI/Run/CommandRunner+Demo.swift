@@ -7,11 +7,11 @@ extension CommandRunner {
     /// run still shows a like landing.
     func demo() throws(CLIError) -> ExitCode {
         let service = try context.openService(create: true)
-        defer { service.store.close() }  // the last connection to close checkpoints the WAL
+        defer { service.close() }  // on SQLite the last connection to close checkpoints the WAL
         let viewer = "alice"
         let postID = "post2"
         let status = try attempt { () throws(FeedError) in try service.status() }
-        var narration: [String] = ["FeedSync demo — database \(TextSanitizer.clean(context.settings.databasePath))", ""]
+        var narration: [String] = ["FeedSync demo — database \(TextSanitizer.clean(context.settings.databaseDisplay))", ""]
         if status.posts == 0 {
             try installSampleData(service)
             narration.append("Created the sample data: users alice, bob and carol; posts post1…post5.")
@@ -24,7 +24,7 @@ extension CommandRunner {
         } catch {
             guard error.category == .data else { throw CLIError(error) }
             throw CLIError(
-                "the database \(FeedError.quoted(context.settings.databasePath)) has other posts than the demo's "
+                "the database \(FeedError.quoted(context.settings.databaseDisplay)) has other posts than the demo's "
                     + "(no alice or post2). Pass --db with a new path.",
                 exitCode: .data)
         }

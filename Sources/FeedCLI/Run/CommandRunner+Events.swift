@@ -5,7 +5,7 @@ extension CommandRunner {
     /// from any process until Ctrl-C (or until `--limit` events in all were printed).
     func events(_ command: EventsCommand) async throws(CLIError) -> ExitCode {
         let service = try context.openService(create: false)
-        defer { service.store.close() }  // the last connection to close checkpoints the WAL
+        defer { service.close() }  // on SQLite the last connection to close checkpoints the WAL
         if command.follow { return try await follow(command, service: service) }
         let events = try attempt { () throws(FeedError) in try service.events(after: command.since, limit: command.limit) }
         if json {

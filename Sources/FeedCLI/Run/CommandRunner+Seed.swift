@@ -7,11 +7,11 @@ extension CommandRunner {
     /// database deduplicates the randomly drawn likes.
     func seed(_ command: SeedCommand) throws(CLIError) -> ExitCode {
         let service = try context.openService(create: true)
-        defer { service.store.close() }  // the last connection to close checkpoints the WAL
+        defer { service.close() }  // on SQLite the last connection to close checkpoints the WAL
         let existing = try attempt { () throws(FeedError) in try service.status() }
         guard existing.posts == 0 else {
             throw CLIError(
-                "the database \(FeedError.quoted(context.settings.databasePath)) already has \(existing.posts) posts; "
+                "the database \(FeedError.quoted(context.settings.databaseDisplay)) already has \(existing.posts) posts; "
                     + "seed fills only an empty one. Pass --db with a new path.",
                 exitCode: .data)
         }

@@ -6,7 +6,7 @@ extension CommandRunner {
     /// replaced database file ends it with status 74.
     func watch(_ command: FeedCommand) async throws(CLIError) -> ExitCode {
         let service = try context.openService(create: false)
-        defer { service.store.close() }  // the last connection to close checkpoints the WAL
+        defer { service.close() }  // on SQLite the last connection to close checkpoints the WAL
         let viewer = context.settings.userID
         if let viewer { _ = try attempt { () throws(FeedError) in try service.feedPage(viewerID: viewer, limit: 1) } }
         let stop = StopSignal()

@@ -2,8 +2,13 @@ internal import FeedSync
 
 /// The global options with the environment's defaults applied: where the database is, who acts, how to print.
 struct Settings: Sendable, Hashable {
-    /// The database file.
+    /// The database: a SQLite file path or a `postgresql://` URL (which may hold a password: print
+    /// ``databaseDisplay``, never this).
     let databasePath: String
+    /// The parsed location.
+    let location: FeedLocation
+    /// The database fit to print: the path, or the URL without its password.
+    var databaseDisplay: String { location.description }
     /// The acting user, if any.
     let userID: String?
     /// `--json`.
@@ -22,10 +27,16 @@ struct Settings: Sendable, Hashable {
         let path = global.databasePath ?? FeedPaths.defaultDatabasePath(environment: environment)
         // SQLite reads these as an in-memory database or a URI, not as the file the user means; refuse them before
         // anything is opened or created. (An empty --db is refused by the parser; an empty FEEDSYNC_DB is unset.)
+        let fromEnvironment = !(environment["FEEDSYNC_DB"] ?? "").isEmpty
+        let origin = global.databasePath != nil ? "--db" : fromEnvironment ? "FEEDSYNC_DB" : "the default database path"
         if path == ":memory:" || path.lowercased().hasPrefix("file:") {
-            let fromEnvironment = !(environment["FEEDSYNC_DB"] ?? "").isEmpty
-            throw .notADatabasePath(
-                path, origin: global.databasePath != nil ? "--db" : fromEnvironment ? "FEEDSYNC_DB" : "the default database path")
+            throw .notADatabasePath(path, origin: origin)
+        }
+        do {
+            location = try FeedLocation(path)
+        } catch {
+            // Another scheme:// would otherwise be taken for a relative path ("mysql:" as a directory).
+            throw .unsupportedDatabaseURL(FeedLocation.redacted(path), origin: origin)
         }
         databasePath = path
         let user = global.userID ?? environment["FEEDSYNC_USER"].flatMap { $0.isEmpty ? nil : $0 }

@@ -1,5 +1,5 @@
 public import FeedPublishers
-public import FeedStorage
+public import FeedCore
 
 /// Where committed changes go out: seed 004's `GlobalEventBridge`, without the global singleton.
 ///

@@ -1,15 +1,18 @@
 public import FeedDependencies
-public import FeedStorage
+public import FeedCore
 
 /// FeedSync's commands and queries as a struct of closures, like seed 001's `APIManager`: the dependency that
 /// projections use, replaceable in tests and previews.
 ///
-/// - `liveValue`: the SQLite file at ``FeedPaths/defaultDatabasePath(environment:)`` (opened on first use).
-/// - `testValue`: a fresh in-memory database with the migrations applied.
+/// Its default values come from the `FeedSync` module, which knows the backends (the domain does not):
+///
+/// - `liveValue`: the database at ``FeedPaths/defaultDatabasePath(environment:)`` (a path or `$FEEDSYNC_DB`'s
+///   URL), opened on first use.
+/// - `testValue`: a fresh in-memory SQLite database with the migrations applied.
 /// - `previewValue`: an in-memory database seeded with ``SampleData/demo``.
 ///
 /// ```swift
-/// let service = try FeedService(path: path)
+/// let service = try FeedService(location: path)
 /// withDependencies { $0.feedClient = .live(service) } operation: {
 ///     let feed = FeedListProjection(viewerID: "user1")
 /// }
@@ -78,43 +81,28 @@ public struct FeedClient: Sendable {
             feedPage: { _, _, _ throws(FeedError) in throw error },
             post: { _, _ throws(FeedError) in throw error })
     }
-
-    /// A client over a new in-memory database with the schema applied.
-    public static func inMemory() -> FeedClient {
-        do {
-            return .live(try FeedService(store: try FeedStore.inMemory()))
-        } catch {
-            return .failing(FeedError.wrap(error))
-        }
-    }
 }
 
-extension FeedClient: DependencyKey {
-    /// The SQLite file at the default path, opened (and migrated) on first use.
-    public static var liveValue: FeedClient {
-        let path = FeedPaths.defaultDatabasePath(environment: FeedPaths.processEnvironment)
-        do {
-            try FeedPaths.createParentDirectory(of: path)
-            return .live(try FeedService(path: path))
-        } catch let error as FeedError {
-            return .failing(error)
-        } catch {
-            return .failing(.storage(.cannotOpen(path: path, reason: "\(error)")))
-        }
-    }
+/// Supplies ``FeedClient``'s default values. The `FeedSync` module conforms `FeedClient` to it, since only it can
+/// open a backend; without that module linked, the defaults fail with a clear error.
+public protocol FeedClientDefaults {
+    /// A client over a fresh in-memory database (the test value).
+    static var inMemoryClient: FeedClient { get }
+    /// A client over an in-memory database seeded with sample data (the preview value).
+    static var previewClient: FeedClient { get }
+}
 
+extension FeedClient: TestDependencyKey {
     /// A fresh in-memory database with the migrations applied.
-    public static var testValue: FeedClient { .inMemory() }
+    public static var testValue: FeedClient { defaults?.inMemoryClient ?? .failing(noBackend) }
 
     /// An in-memory database seeded with ``SampleData/demo``.
-    public static var previewValue: FeedClient {
-        do {
-            let service = try FeedService(store: try FeedStore.inMemory())
-            try SampleData.demo.install(into: service)
-            return .live(service)
-        } catch {
-            return .failing(FeedError.wrap(error))
-        }
+    public static var previewValue: FeedClient { defaults?.previewClient ?? .failing(noBackend) }
+
+    private static var defaults: (any FeedClientDefaults.Type)? { FeedClient.self as? any FeedClientDefaults.Type }
+
+    private static var noBackend: FeedError {
+        .storage(.unsupportedLocation(":memory:", reason: "no FeedSync backend is linked: import FeedSync"))
     }
 }
 

@@ -1,5 +1,4 @@
-internal import FeedSQLite
-internal import FeedStorage
+internal import FeedCore
 internal import Foundation
 
 /// Delivers committed events in seq order, each once, whichever thread or process committed them.
@@ -64,11 +63,11 @@ final class EventSequencer: Sendable {
     /// known here, reads their events from the log and puts them before `events`.
     ///
     /// - Returns: the seq the range starts after, or `nil` when `events` is empty.
-    func completeRange(_ events: inout [EventRecord], in db: Connection) throws -> Int64? {
+    func completeRange(_ events: inout [EventRecord], in tx: any FeedTransaction) throws -> Int64? {
         guard let first = events.first?.seq else { return nil }
         let after = first - 1
         guard let known = highestKnownSeq, known < after else { return after }
-        events.insert(contentsOf: try EventLog(db).events(after: known, limit: Int(after - known)), at: 0)
+        events.insert(contentsOf: try tx.events(after: known, limit: Int(after - known)), at: 0)
         return known
     }
 
@@ -108,10 +107,13 @@ final class EventSequencer: Sendable {
         var ranges: [Range] = []
 
         mutating func submit(after: Int64, through: Int64, events: [EventRecord]) -> Int {
-            guard through > known else { return 0 }
+            // Ranges may arrive out of commit order when several connections commit at once (PostgreSQL): a range
+            // at or below what was handed to the delivering thread is old news; any other is kept until `next()`
+            // reaches it.
+            guard through > taken else { return 0 }
             let previous = known
             ranges.append(Range(after: after, through: through, events: events))
-            known = through
+            known = max(known, through)
             return events.count - (events.firstIndex { $0.seq > previous } ?? events.count)
         }
 

@@ -1,5 +1,4 @@
-internal import FeedSQLite
-internal import FeedStorage
+internal import FeedCore
 internal import Foundation
 
 /// Group commit for like commands: callers that overlap share one write transaction.
@@ -47,7 +46,7 @@ final class GroupCommit: Sendable {
     }
 
     /// Applies one unit's commands inside the current transaction, appending their events.
-    typealias Apply = @Sendable (Connection, [LikeCommand], Date, inout [EventRecord]) throws -> [LikeResult]
+    typealias Apply = @Sendable (any FeedTransaction, [LikeCommand], Date, inout [EventRecord]) throws -> [LikeResult]
 
     /// How long a leader waits, at most, for more callers' units before it begins.
     static let gatheringWindow: Duration = .microseconds(50)
@@ -62,12 +61,12 @@ final class GroupCommit: Sendable {
     }
 
     private let queueState = Locked(Queue())
-    private let store: FeedStore
+    private let backend: any FeedBackend
     private let sequencer: EventSequencer
     private let apply: Apply
 
-    init(store: FeedStore, sequencer: EventSequencer, apply: @escaping Apply) {
-        self.store = store
+    init(backend: any FeedBackend, sequencer: EventSequencer, apply: @escaping Apply) {
+        self.backend = backend
         self.sequencer = sequencer
         self.apply = apply
     }
@@ -87,16 +86,10 @@ final class GroupCommit: Sendable {
     /// - Returns: the unit, with its outcome and the seq of its last event (for delivery).
     func run(_ commands: [LikeCommand], now: Date) -> Unit {
         let unit = Unit(commands: commands, now: now)
-        if store.database.isWritingOnCurrentThread {
+        if backend.isWritingOnCurrentThread {
             // Called from inside a write on this thread (a transactional handler): waiting for a leader, or leading,
             // would wait for the writer this thread holds. Fail clearly instead of deadlocking.
-            unit.outcome = .failure(
-                feedError(
-                    SQLiteError(
-                        code: .misuse,
-                        message: "a command was run from inside a write transaction on the same thread (for example a "
-                            + "transactional handler); write through the Connection you were given"),
-                    path: store.path))
+            unit.outcome = .failure(Self.nestedWriteError(backend))
             return unit
         }
         var leads = queueState.withLock { queue -> Bool in
@@ -131,7 +124,7 @@ final class GroupCommit: Sendable {
                 queue.taken += count
                 return batch
             }
-            Self.process(batch, store: store, sequencer: sequencer, apply: apply)
+            Self.process(batch, backend: backend, sequencer: sequencer, apply: apply)
             let next = queueState.withLock { queue -> Unit? in
                 queue.transactions += 1
                 queue.units += batch.count
@@ -163,50 +156,58 @@ final class GroupCommit: Sendable {
         }
     }
 
-    private static func process(_ batch: [Unit], store: FeedStore, sequencer: EventSequencer, apply: Apply) {
-        var events: [EventRecord] = []
+    /// The error for a command run from inside a write transaction on the same thread.
+    static func nestedWriteError(_ backend: any FeedBackend) -> FeedError {
+        .storage(
+            .database(
+                DatabaseFailure(
+                    backend: backend.backendName, code: "misuse",
+                    message: "a command was run from inside a write transaction on the same thread (for example a "
+                        + "transactional handler); write through the transaction you were given")))
+    }
+
+    private static func process(_ batch: [Unit], backend: any FeedBackend, sequencer: EventSequencer, apply: Apply) {
         do {
-            try store.database.writeWithoutTransaction { db in
-                var after: Int64 = 0
-                try db.transaction(.immediate) { db in
+            // The body may run more than once (a backend retries serialization failures): it keeps no state from
+            // an earlier attempt — every unit's outcome and the events are set anew.
+            _ = try backend.write(
+                { tx -> (after: Int64, events: [EventRecord]) in
+                    var events: [EventRecord] = []
                     if batch.count == 1 {
                         // Alone: the transaction itself isolates the unit; no savepoint to pay for.
                         let unit = batch[0]
-                        unit.outcome = .success(try apply(db, unit.commands, unit.now, &events))
+                        unit.outcome = .success(try apply(tx, unit.commands, unit.now, &events))
                         unit.lastSeq = events.last?.seq
                     } else {
                         for unit in batch {
                             let mark = events.count
                             do {
-                                let results = try db.savepoint { db in try apply(db, unit.commands, unit.now, &events) }
+                                let results = try tx.savepoint { try apply(tx, unit.commands, unit.now, &events) }
                                 unit.outcome = .success(results)
                                 unit.lastSeq = events.count > mark ? events.last?.seq : nil
                             } catch {
                                 events.removeSubrange(mark...)
-                                unit.outcome = .failure(feedError(error, path: store.path))
+                                unit.outcome = .failure(FeedError.wrap(error))
+                                unit.lastSeq = nil
                             }
                         }
                     }
                     // Other processes' events committed since the highest seq known here go out first.
-                    after = try sequencer.completeRange(&events, in: db) ?? 0
-                }
-                if let last = events.last?.seq {
-                    sequencer.submit(after: after, through: last, events: events)
-                }
-            }
+                    let after = try sequencer.completeRange(&events, in: tx) ?? 0
+                    return (after, events)
+                },
+                afterCommit: { range in
+                    if let last = range.events.last?.seq {
+                        sequencer.submit(after: range.after, through: last, events: range.events)
+                    }
+                })
         } catch {
             // The transaction (or its COMMIT) failed: nothing of the batch committed.
-            let failure = feedError(error, path: store.path)
+            let failure = FeedError.wrap(error)
             for unit in batch {
                 if case .failure = unit.outcome {} else { unit.outcome = .failure(failure) }
                 unit.lastSeq = nil
             }
         }
     }
-}
-
-/// A domain error for anything thrown below the domain, naming the database file for SQLite's errors.
-func feedError(_ error: any Error, path: String?, value: String? = nil) -> FeedError {
-    if let error = error as? SQLiteError { return FeedError(StorageError(error, path: path), value: value) }
-    return FeedError.wrap(error, value: value)
 }

@@ -1,5 +1,4 @@
-public import FeedStorage
-internal import FeedSQLite
+public import FeedCore
 
 /// An error from a FeedSync command or query: what was wrong, naming the value.
 ///
@@ -31,7 +30,8 @@ public enum FeedError: Error, Sendable, Hashable {
         case data
         /// The database cannot be used: not a database, cannot open, read-only, newer schema.
         case database
-        /// Another connection held a lock beyond the busy timeout; retrying later may succeed.
+        /// Another connection held a lock beyond the busy timeout, the server connection was lost, or a statement
+        /// timed out; retrying later may succeed.
         case busy
     }
 
@@ -39,7 +39,7 @@ public enum FeedError: Error, Sendable, Hashable {
     public var category: Category {
         switch self {
         case .userNotFound, .postNotFound, .userAlreadyExists, .postAlreadyExists, .invalidValue, .invalidLimit: .data
-        case .storage(.busy): .busy
+        case .storage(.busy), .storage(.connectionLost), .storage(.timedOut): .busy
         case .storage(.constraintViolation), .storage(.userNotFound), .storage(.postNotFound),
             .storage(.userAlreadyExists), .storage(.postAlreadyExists):
             .data
@@ -54,18 +54,18 @@ public enum FeedError: Error, Sendable, Hashable {
         case .postNotFound(let id): self = .postNotFound(id)
         case .userAlreadyExists(let id): self = .userAlreadyExists(id)
         case .postAlreadyExists(let id): self = .postAlreadyExists(id)
+        case .databaseReplaced(let path): self = .databaseReplaced(path: path)
         case .constraintViolation(let field, let reason): self = .invalidValue(field: field, value: value ?? "", reason: reason)
         default: self = .storage(error)
         }
     }
 
     /// Wraps any error thrown below the domain.
-    static func wrap(_ error: any Error, value: String? = nil) -> FeedError {
+    public static func wrap(_ error: any Error, value: String? = nil) -> FeedError {
         switch error {
         case let error as FeedError: error
         case let error as StorageError: FeedError(error, value: value)
-        case let error as SQLiteError: FeedError(StorageError(error, path: nil), value: value)
-        default: .storage(.sqlite(.init(code: .error, message: String(describing: error))))
+        default: .storage(.database(DatabaseFailure(backend: "FeedSync", code: "error", message: String(describing: error))))
         }
     }
 }

@@ -1,4 +1,4 @@
-public import FeedStorage
+public import FeedCore
 
 /// One page of a viewer's feed: posts newest first, with like counts and which the viewer likes.
 public struct FeedPage: Sendable, Hashable {

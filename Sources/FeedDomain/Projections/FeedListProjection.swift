@@ -1,6 +1,6 @@
 internal import FeedDependencies
 internal import FeedPublishers
-public import FeedStorage
+public import FeedCore
 
 /// The feed list of seed 004, made durable: a viewer's pages of posts, like counts and liked posts, kept current
 /// by applying committed events.

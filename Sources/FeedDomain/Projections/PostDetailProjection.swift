@@ -1,6 +1,6 @@
 internal import FeedDependencies
 internal import FeedPublishers
-public import FeedStorage
+public import FeedCore
 
 /// The detail screen of seed 004: one post, whether the viewer likes it, its count, and the like actions.
 ///

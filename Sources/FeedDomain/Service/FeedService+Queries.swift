@@ -1,4 +1,4 @@
-public import FeedStorage
+public import FeedCore
 internal import Foundation
 
 extension FeedService {
@@ -19,10 +19,10 @@ extension FeedService {
         guard (1...Self.maximumPageSize).contains(limit) else { throw FeedError.invalidLimit(limit, maximum: Self.maximumPageSize) }
         if let viewerID { try validateID(viewerID, field: "user id") }
         do {
-            return try store.unsafeRead { db in
-                let viewer = try viewerID.map { try viewerKey($0, db: db) }
+            return try backend.readOnce { tx in
+                let viewer = try viewerID.map { try viewerKey($0, tx: tx) }
                 // One statement: autocommit gives it one consistent snapshot.
-                let rows = try PostRepository(db).feedPage(viewerKey: viewer, before: cursor, limit: limit)
+                let rows = try tx.feedPage(viewerKey: viewer, before: cursor, limit: limit)
                 let next = rows.count == limit ? rows.last.map { FeedCursor(after: $0.post) } : nil
                 return FeedPage(viewerID: viewerID, rows: rows, nextCursor: next)
             }
@@ -38,11 +38,11 @@ extension FeedService {
         try validateID(id, field: "post id")
         if let viewerID { try validateID(viewerID, field: "user id") }
         do {
-            return try store.read { db in
-                guard let post = try PostRepository(db).find(id) else { throw FeedError.postNotFound(id) }
+            return try backend.read { tx in
+                guard let post = try tx.post(id: id) else { throw FeedError.postNotFound(id) }
                 guard let viewerID else { return PostDetail(post: post, liked: false) }
-                let viewer = try viewerKey(viewerID, db: db)
-                return PostDetail(post: post, liked: try LikeRepository(db).exists(userKey: viewer, postKey: post.sequence))
+                let viewer = try viewerKey(viewerID, tx: tx)
+                return PostDetail(post: post, liked: try tx.likeExists(userKey: viewer, postKey: post.sequence))
             }
         } catch {
             throw FeedError.wrap(error, value: id)
@@ -53,7 +53,7 @@ extension FeedService {
     public func likedPostIDs(userID: String) throws(FeedError) -> Set<String> {
         try validateID(userID, field: "user id")
         do {
-            return try store.read { db in try LikeRepository(db).likedPostIDs(userKey: try viewerKey(userID, db: db)) }
+            return try backend.read { tx in try tx.likedPostIDs(userKey: try viewerKey(userID, tx: tx)) }
         } catch {
             throw FeedError.wrap(error, value: userID)
         }
@@ -62,7 +62,7 @@ extension FeedService {
     /// Every user, ordered by id.
     public func users() throws(FeedError) -> [User] {
         do {
-            return try store.read { db in try UserRepository(db).all() }
+            return try backend.readOnce { tx in try tx.allUsers() }
         } catch {
             throw FeedError.wrap(error)
         }
@@ -71,7 +71,7 @@ extension FeedService {
     /// Events with `seq > after`, in order, up to `limit` (all when `nil`).
     public func events(after seq: Int64 = 0, limit: Int? = nil) throws(FeedError) -> [EventRecord] {
         do {
-            return try store.read { db in try EventLog(db).events(after: seq, limit: limit) }
+            return try backend.readOnce { tx in try tx.events(after: seq, limit: limit) }
         } catch {
             throw FeedError.wrap(error)
         }
@@ -80,17 +80,16 @@ extension FeedService {
     /// A summary of the database: schema versions, row counts and the last seq.
     public func status() throws(FeedError) -> FeedStatus {
         do {
-            return try store.read { db in
-                FeedStatus(
-                    path: store.path,
-                    schemaVersion: try store.migrator.currentVersion(db),
-                    binarySchemaVersion: store.migrator.latestVersion,
-                    pendingMigrations: try store.migrator.pendingMigrations(db).count,
-                    users: try UserRepository(db).count(),
-                    posts: try PostRepository(db).count(),
-                    likes: try LikeRepository(db).count(),
-                    events: try EventLog(db).count(),
-                    lastSeq: try EventLog(db).lastSeq())
+            let schema = try backend.schemaStatus()
+            return try backend.read { tx in
+                let counts = try tx.counts()
+                return FeedStatus(
+                    path: backend.location, backend: backend.backendName,
+                    schemaVersion: schema.databaseVersion,
+                    binarySchemaVersion: schema.binaryVersion,
+                    pendingMigrations: schema.pending.count,
+                    users: counts.users, posts: counts.posts, likes: counts.likes, events: counts.events,
+                    lastSeq: try tx.lastSeq())
             }
         } catch {
             throw FeedError.wrap(error)
@@ -100,7 +99,7 @@ extension FeedService {
     /// Checks SQLite's integrity and FeedSync's invariants; empty when everything holds.
     public func check() throws(FeedError) -> [InvariantViolation] {
         do {
-            return try store.read { db in try InvariantChecker(db).violations() }
+            return try backend.read { tx in try tx.invariantViolations() }
         } catch {
             throw FeedError.wrap(error)
         }
@@ -109,8 +108,10 @@ extension FeedService {
 
 /// A summary of a FeedSync database.
 public struct FeedStatus: Sendable, Hashable, Codable {
-    /// The database file, or `nil` in memory.
-    public let path: String?
+    /// Where the database is: the file's path, `:memory:`, or a PostgreSQL URL without its password.
+    public let path: String
+    /// Which backend serves it: `SQLite` or `PostgreSQL`.
+    public let backend: String
     /// The database's schema version.
     public let schemaVersion: Int
     /// The newest schema version this binary knows.

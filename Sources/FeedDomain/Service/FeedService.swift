@@ -1,6 +1,5 @@
 internal import FeedDependencies
-public import FeedSQLite
-public import FeedStorage
+public import FeedCore
 internal import Foundation
 
 /// The one public API for FeedSync's commands and queries; the CLI and library users both call it.
@@ -11,7 +10,7 @@ internal import Foundation
 /// reached every subscriber by the time the command returns.
 ///
 /// ```swift
-/// let service = try FeedService(path: "/tmp/feed.sqlite")
+/// let service = try FeedService(location: "/tmp/feed.sqlite")   // or "postgresql://app@db.example/feed"
 /// try service.createUser(id: "user1")
 /// let post = try service.createPost(id: "post1", authorID: "user1", body: "Hello")
 /// let result = try service.like(userID: "user1", postID: post.id)   // result.changed == true
@@ -20,8 +19,8 @@ internal import Foundation
 ///
 /// Time and generated ids come from the `date` and `uuid` dependencies captured when the service is created.
 public final class FeedService: Sendable {
-    /// The database.
-    public let store: FeedStore
+    /// The database: a ``FeedBackend`` (SQLite or PostgreSQL).
+    public let backend: any FeedBackend
     /// Where committed changes are published.
     public let bridge: EventBridge
     /// The largest page a feed query returns.
@@ -37,40 +36,30 @@ public final class FeedService: Sendable {
     /// Like commands from overlapping callers share one transaction.
     let group: GroupCommit
 
-    /// Creates a service over an open store.
+    /// Creates a service over an open backend.
+    ///
+    /// `FeedService(location:)` (in the `FeedSync` module) opens a backend from a path or URL; this initializer
+    /// takes one you opened yourself.
     ///
     /// - Parameters:
-    ///   - store: the database.
+    ///   - backend: the database.
     ///   - bridge: where events go out; a new one by default.
-    public init(store: FeedStore, bridge: EventBridge = EventBridge()) throws(FeedError) {
+    public init(backend: any FeedBackend, bridge: EventBridge = EventBridge()) throws(FeedError) {
         @Dependency(\.date) var date
         @Dependency(\.uuid) var uuid
-        self.store = store
+        self.backend = backend
         self.bridge = bridge
         self.date = date
         self.uuid = uuid
-        group = GroupCommit(store: store, sequencer: bridge.sequencer) { [userKeys, postKeys] db, commands, now, events in
-            try Self.apply(commands, at: now, db: db, events: &events, userKeys: userKeys, postKeys: postKeys)
+        group = GroupCommit(backend: backend, sequencer: bridge.sequencer) { [userKeys, postKeys] tx, commands, now, events in
+            try Self.apply(commands, at: now, tx: tx, events: &events, userKeys: userKeys, postKeys: postKeys)
         }
         do {
-            let last = try store.unsafeRead { db in try EventLog(db).lastSeq() }
+            let last = try backend.readOnce { tx in try tx.lastSeq() }
             bridge.sequencer.setBaseline(last)
         } catch {
             throw FeedError.wrap(error)
         }
-    }
-
-    /// Opens (creating and migrating if needed) the database file at `path` and creates a service over it.
-    public convenience init(
-        path: String, configuration: Configuration = Configuration(), bridge: EventBridge = EventBridge()
-    ) throws(FeedError) {
-        let store: FeedStore
-        do {
-            store = try FeedStore(path: path, configuration: configuration)
-        } catch {
-            throw FeedError.storage(error)
-        }
-        try self.init(store: store, bridge: bridge)
     }
 
     // MARK: - Users and posts
@@ -83,10 +72,10 @@ public final class FeedService: Sendable {
         try validateID(id, field: "user id")
         try validate(name, field: "user name", Validation.checkName)
         let now = date.now
-        return try commit(value: id) { db, events in
-            try UserRepository(db).insert(id: id, name: name, at: now)
-            events.append(try EventLog(db).append(kind: .userCreated, userID: id, postID: nil, likeCount: nil, at: now))
-            return User(id: id, name: name, createdAt: events[events.count - 1].at)
+        return try commit(value: id) { tx, events in
+            let user = try tx.insertUser(id: id, name: name, at: now)
+            events.append(try tx.appendEvent(kind: .userCreated, userID: id, postID: nil, likeCount: nil, at: now))
+            return user
         }
     }
 
@@ -105,9 +94,9 @@ public final class FeedService: Sendable {
         try validateID(authorID, field: "author id")
         try validate(body, field: "post text", Validation.checkBody)
         let now = date.now
-        return try commit(value: postID) { db, events in
-            let post = try PostRepository(db).insert(id: postID, authorID: authorID, body: body, at: now)
-            events.append(try EventLog(db).append(kind: .postCreated, userID: authorID, postID: postID, likeCount: nil, at: now))
+        return try commit(value: postID) { tx, events in
+            let post = try tx.insertPost(id: postID, authorID: authorID, body: body, at: now)
+            events.append(try tx.appendEvent(kind: .postCreated, userID: authorID, postID: postID, likeCount: nil, at: now))
             return post
         }
     }
@@ -162,30 +151,29 @@ public final class FeedService: Sendable {
 
     /// Applies like commands inside the current transaction; appends one event per change.
     private static func apply(
-        _ commands: [LikeCommand], at now: Date, db: Connection, events: inout [EventRecord],
+        _ commands: [LikeCommand], at now: Date, tx: any FeedTransaction, events: inout [EventRecord],
         userKeys: Locked<[String: Int64]>, postKeys: Locked<[String: Int64]>
     ) throws -> [LikeResult] {
         var results: [LikeResult] = []
         results.reserveCapacity(commands.count)
-        let likes = LikeRepository(db)
         for command in commands {
-            let keys = try cachedKeys(userID: command.userID, postID: command.postID, likes: likes, userKeys: userKeys, postKeys: postKeys)
+            let keys = try cachedKeys(userID: command.userID, postID: command.postID, tx: tx, userKeys: userKeys, postKeys: postKeys)
             let change: EventKind?
             switch command.action {
             case .like:
-                change = try likes.insert(userKey: keys.user, postKey: keys.post, at: now) ? .liked : nil
+                change = try tx.insertLike(userKey: keys.user, postKey: keys.post, at: now) ? .liked : nil
             case .unlike:
-                change = try likes.delete(userKey: keys.user, postKey: keys.post) ? .unliked : nil
+                change = try tx.deleteLike(userKey: keys.user, postKey: keys.post) ? .unliked : nil
             case .toggle:
-                if try likes.delete(userKey: keys.user, postKey: keys.post) {
+                if try tx.deleteLike(userKey: keys.user, postKey: keys.post) {
                     change = .unliked
                 } else {
-                    try likes.insert(userKey: keys.user, postKey: keys.post, at: now)
+                    _ = try tx.insertLike(userKey: keys.user, postKey: keys.post, at: now)
                     change = .liked
                 }
             }
             if let change {
-                let event = try EventLog(db).appendLikeChange(
+                let event = try tx.appendLikeChange(
                     change, userID: command.userID, postID: command.postID, postKey: keys.post, at: now)
                 events.append(event)
                 results.append(
@@ -193,7 +181,7 @@ public final class FeedService: Sendable {
                         postID: command.postID, userID: command.userID, liked: change == .liked,
                         likeCount: event.likeCount ?? 0, changed: true, seq: event.seq))
             } else {
-                let count = try PostRepository(db).likeCount(postKey: keys.post) ?? 0
+                let count = try tx.likeCount(postKey: keys.post) ?? 0
                 results.append(
                     LikeResult(
                         postID: command.postID, userID: command.userID, liked: command.action == .like,
@@ -213,28 +201,28 @@ public final class FeedService: Sendable {
     /// released: subscribers' callbacks may run commands of their own. The call returns once the events were
     /// delivered — unless it runs inside a delivery or a projection callback that must not wait (see
     /// ``SerialDrain``), where the delivering thread sends them right after the current callbacks.
-    func commit<T>(value: String?, _ body: (Connection, inout [EventRecord]) throws -> T) throws(FeedError) -> T {
+    func commit<T>(value: String?, _ body: (any FeedTransaction, inout [EventRecord]) throws -> T) throws(FeedError) -> T {
         let sequencer = bridge.sequencer
         var ticket: Int64?
         let result: T
         do {
-            result = try store.database.writeWithoutTransaction { db in
-                var events: [EventRecord] = []
-                var after: Int64 = 0
-                let result = try db.transaction(.immediate) { db in
-                    let result = try body(db, &events)
+            // The body may run more than once (a backend retries serialization failures): its events start empty
+            // on every attempt.
+            result = try backend.write(
+                { tx -> (value: T, after: Int64, events: [EventRecord]) in
+                    var events: [EventRecord] = []
+                    let value = try body(tx, &events)
                     // Other processes' events committed since the highest seq known here go out first.
-                    after = try sequencer.completeRange(&events, in: db) ?? 0
-                    return result
+                    let after = try sequencer.completeRange(&events, in: tx) ?? 0
+                    return (value, after, events)
+                },
+                afterCommit: { committed in
+                    if let last = committed.events.last?.seq {
+                        sequencer.submit(after: committed.after, through: last, events: committed.events)
+                        ticket = last
+                    }
                 }
-                if let last = events.last?.seq {
-                    sequencer.submit(after: after, through: last, events: events)
-                    ticket = last
-                }
-                return result
-            }
-        } catch let error as SQLiteError {
-            throw FeedError(StorageError(error, path: store.path), value: value)
+            ).value
         } catch {
             throw FeedError.wrap(error, value: value)
         }
@@ -258,22 +246,22 @@ public final class FeedService: Sendable {
     }
 
     /// The integer key of a viewer, cached: users are never deleted, so a key never changes.
-    func viewerKey(_ viewerID: String, db: Connection) throws -> Int64 {
+    func viewerKey(_ viewerID: String, tx: any FeedTransaction) throws -> Int64 {
         if let key = userKeys.withLock({ $0[viewerID] }) { return key }
-        guard let key = try UserRepository(db).key(for: viewerID) else { throw FeedError.userNotFound(viewerID) }
+        guard let key = try tx.userKey(for: viewerID) else { throw FeedError.userNotFound(viewerID) }
         Self.remember(key, for: viewerID, in: userKeys)
         return key
     }
 
     /// The integer keys of a user and a post: from the caches, or one query that also proves both exist.
     private static func cachedKeys(
-        userID: String, postID: String, likes: LikeRepository, userKeys: Locked<[String: Int64]>,
+        userID: String, postID: String, tx: any FeedTransaction, userKeys: Locked<[String: Int64]>,
         postKeys: Locked<[String: Int64]>
     ) throws -> (user: Int64, post: Int64) {
         let user = userKeys.withLock { $0[userID] }
         let post = postKeys.withLock { $0[postID] }
         if let user, let post { return (user, post) }
-        let keys = try likes.keys(userID: userID, postID: postID)
+        let keys = try tx.keys(userID: userID, postID: postID)
         remember(keys.user, for: userID, in: userKeys)
         remember(keys.post, for: postID, in: postKeys)
         return keys

@@ -1,4 +1,4 @@
-internal import FeedStorage
+internal import FeedCore
 internal import Foundation
 
 /// Deterministic sample content: the small demo feed, and the large benchmark data set.

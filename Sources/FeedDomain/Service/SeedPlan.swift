@@ -1,4 +1,4 @@
-internal import FeedStorage
+internal import FeedCore
 internal import Foundation
 
 /// Deterministic bulk sample data: the benchmark data set of `bench/WORKLOADS.md`, loaded through
@@ -68,7 +68,7 @@ extension FeedService {
         try plan.validate()
         let userCount = max(plan.users, min(999, plan.posts)) + 1
         do {
-            return try BulkLoader.load(into: store) { loader in
+            return try backend.bulkLoad { loader in
                 var userKeys = [Int64](repeating: 0, count: userCount)
                 for u in 0..<userCount {
                     userKeys[u] = try loader.addUser(id: "user\(u)", name: "", createdAt: Date(timeIntervalSince1970: Double(SeedPlan.t0)))

@@ -1,6 +1,5 @@
 public import FeedPublishers
-internal import FeedSQLite
-internal import FeedStorage
+internal import FeedCore
 internal import Foundation
 
 /// Brings changes committed by other processes into this process: they reach ``FeedService/bridge``'s publishers
@@ -100,21 +99,14 @@ public final class ChangeFeed: Sendable {
     /// - Throws: ``FeedError`` when the database has no file (in-memory databases have no other processes) or the
     ///   watch connection cannot be opened.
     public func start() throws(FeedError) {
-        guard let path = service.store.path else {
-            throw FeedError.storage(.cannotOpen(path: ":memory:", reason: "an in-memory database has no other processes to follow"))
-        }
         if isRunning { return }
-        let connection: Connection
+        let watch: any FeedChangeWatch
         do {
-            connection = try Connection(location: .file(path), readOnly: true, configuration: service.store.database.configuration)
+            watch = try service.backend.makeChangeWatch(watchFiles: options.watchFiles)
         } catch {
-            throw FeedError.storage(StorageError(error, path: path))
+            throw FeedError.wrap(error)
         }
-        guard case .file(let identity) = FileIdentity.lookUp(path) else {
-            connection.close()
-            throw FeedError.databaseReplaced(path: path)
-        }
-        let run = Run(watcher: FileChangeWatcher(databasePath: path, enabled: options.watchFiles))
+        let run = Run(watch: watch)
         let started = state.withLock { state -> Bool in
             guard state.current == nil else { return false }
             state.current = run
@@ -123,18 +115,16 @@ public final class ChangeFeed: Sendable {
             return true
         }
         guard started else {
-            connection.close()
+            watch.close()
             return
         }
-        let box = ConnectionBox(connection)
         // The thread holds what it needs, not the feed: a feed that is released stops its thread in deinit.
-        let context = RunContext(
-            path: path, identity: identity, service: service, options: options, errors: errorChannel, state: state, run: run)
+        let context = RunContext(service: service, options: options, errors: errorChannel, state: state, run: run)
         let thread = Thread {
             // Named from inside: on Linux, a name set before `start()` does not reach the thread.
             Thread.current.name = "FeedSync.ChangeFeed"
             run.markCurrentThread()
-            Self.follow(connection: box.take(), context: context)
+            Self.follow(context: context)
             context.state.withLock { state in
                 if state.current === run { state.current = nil }
                 state.stopping.removeAll { $0 === run }
@@ -186,8 +176,6 @@ public final class ChangeFeed: Sendable {
 
     /// Everything the watching thread needs, without the feed itself.
     private struct RunContext: Sendable {
-        let path: String
-        let identity: FileIdentity
         let service: FeedService
         let options: Options
         let errors: SealedSubject<FeedError>
@@ -195,46 +183,41 @@ public final class ChangeFeed: Sendable {
         let run: Run
     }
 
-    private static func follow(connection: Connection, context: RunContext) {
-        defer { connection.close() }
+    private static func follow(context: RunContext) {
         let run = context.run
+        defer { run.watch.close() }
         let delays = recheckDelays
-        var lastVersion: Int64?
         var backoff: Duration = .zero
-        // The next re-check after a file notification, as an index into `delays`; `delays.count` when none is due.
+        // The next re-check after a change notification, as an index into `delays`; `delays.count` when none is due.
         var recheck = delays.count
         while !run.isStopRequested {
-            switch FileIdentity.lookUp(context.path) {
-            case .file(context.identity), .unknown:
-                break
-            case .file, .missing:
-                // Deleted, or replaced by another file: this connection would keep reading the old one. The feed
-                // stops (no longer running when the error arrives), then reports it.
-                context.state.withLock { state in
-                    guard state.current === run else { return }
-                    state.current = nil
-                    state.stopping.append(run)
-                }
-                context.errors.send(.databaseReplaced(path: context.path))
-                return
-            }
             do {
                 try context.options.injectFault?(FaultPoint())
-                let version = try connection.dataVersion()
-                if version != lastVersion {
+                if try run.watch.poll() {
                     try context.service.publishCommittedEvents()
-                    lastVersion = version
                 }
                 backoff = .zero
             } catch {
-                context.errors.send(FeedError.wrap(error))
+                let error = FeedError.wrap(error)
+                if case .databaseReplaced = error {
+                    // Deleted, or replaced by another file: the watch would keep reading the old one. The feed stops
+                    // (no longer running when the error arrives), then reports it.
+                    context.state.withLock { state in
+                        guard state.current === run else { return }
+                        state.current = nil
+                        state.stopping.append(run)
+                    }
+                    context.errors.send(error)
+                    return
+                }
+                context.errors.send(error)
                 backoff = min(max(backoff * 2, .milliseconds(10)), context.options.maximumBackoff)
             }
             if run.isStopRequested { return }
             let timeout =
                 if backoff > .zero { backoff } else if recheck < delays.count { delays[recheck] } else { context.options.pollInterval }
-            switch run.watcher.wait(timeout: timeout) {
-            case .fileChanged: recheck = 0
+            switch run.watch.wait(timeout: timeout) {
+            case .changed: recheck = 0
             case .timedOut: recheck = min(recheck + 1, delays.count)
             case .woken: break
             }
@@ -248,7 +231,7 @@ private struct FaultPoint {}
 
 /// One run of the watching thread: its stop flag, its wake-up source and its end.
 private final class Run: Sendable {
-    let watcher: FileChangeWatcher
+    let watch: any FeedChangeWatch
     /// Entered when the run becomes current, left when its thread has ended.
     let finished = DispatchGroup()
     private let flags = Locked<Flags>(Flags())
@@ -258,8 +241,8 @@ private final class Run: Sendable {
         var thread: pthread_t?
     }
 
-    init(watcher: FileChangeWatcher) {
-        self.watcher = watcher
+    init(watch: any FeedChangeWatch) {
+        self.watch = watch
     }
 
     var isStopRequested: Bool { flags.withLock { $0.stopRequested } }
@@ -279,52 +262,6 @@ private final class Run: Sendable {
     /// Asks the thread to end after its current step and wakes it if it waits.
     func requestStop() {
         flags.withLock { $0.stopRequested = true }
-        watcher.wake()
-    }
-}
-
-/// A file's device and inode: which file a path names.
-private struct FileIdentity: Equatable, Sendable {
-    let device: UInt64
-    let inode: UInt64
-
-    /// What a path names now.
-    enum Lookup: Equatable {
-        /// This file.
-        case file(FileIdentity)
-        /// Nothing: the path or one of its directories does not exist.
-        case missing
-        /// `stat(2)` failed otherwise (permissions, memory); nothing is known.
-        case unknown
-    }
-
-    /// Looks up `path` with one `stat(2)`.
-    static func lookUp(_ path: String) -> Lookup {
-        var info = stat()
-        guard stat(path, &info) == 0 else {
-            return errno == ENOENT || errno == ENOTDIR ? .missing : .unknown
-        }
-        return .file(FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)))
-    }
-}
-
-/// Hands a connection opened on one thread to the watching thread exactly once.
-///
-/// `@unchecked Sendable`: `connection` is read and cleared only while `lock` is held; the opening thread stops
-/// using the connection before the watching thread takes it.
-private final class ConnectionBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var connection: Connection?
-
-    init(_ connection: Connection) { self.connection = connection }
-
-    func take() -> Connection {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let taken = connection else {
-            preconditionFailure("API Violation: the change feed's connection was taken twice")
-        }
-        connection = nil
-        return taken
+        watch.wake()
     }
 }

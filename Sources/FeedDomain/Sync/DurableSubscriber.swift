@@ -1,6 +1,5 @@
 public import FeedPublishers
-public import FeedSQLite
-public import FeedStorage
+public import FeedCore
 internal import Foundation
 
 /// A named subscriber that remembers, in the database, the last event it applied, and never misses or repeats one.
@@ -29,16 +28,17 @@ internal import Foundation
 /// service and the handlers are held only inside a closure's captures.
 ///
 /// ```swift
-/// let mirror = DurableSubscriber(name: "mirror", service: service, delivery: .transactional { event, db in
-///     try db.run("INSERT INTO like_mirror …", …)
+/// let mirror = DurableSubscriber(name: "mirror", service: service, delivery: .transactional { event, tx in
+///     try tx.execute("INSERT INTO like_mirror (user_id, post_id) VALUES ($1, $2)", [.text(event.userID), …])
 /// })
 /// try mirror.start()
 /// ```
 public final class DurableSubscriber: Sendable {
     /// How events reach the subscriber's effect.
     public enum Delivery: Sendable {
-        /// Apply inside the write transaction that also advances the cursor (exactly once).
-        case transactional(@Sendable (EventRecord, Connection) throws -> Void)
+        /// Apply inside the write transaction that also advances the cursor (exactly once): write your effect
+        /// through the transaction (``FeedTransaction/execute(_:_:)``; `$1`, `$2` placeholders on every backend).
+        case transactional(@Sendable (EventRecord, any FeedTransaction) throws -> Void)
         /// Handle outside the database; the cursor advances after the handler returns (at least once).
         case atLeastOnce(@Sendable (EventRecord) throws -> Void)
     }
@@ -78,7 +78,7 @@ public final class DurableSubscriber: Sendable {
         service: FeedService,
         batchSize: Int = 1000,
         delivery: Delivery,
-        rebuild: (@Sendable (Connection) throws -> Void)? = nil
+        rebuild: (@Sendable (any FeedTransaction) throws -> Void)? = nil
     ) {
         precondition(batchSize > 0, "API Violation: batchSize must be positive")
         self.name = name
@@ -142,7 +142,7 @@ public final class DurableSubscriber: Sendable {
         private let name: String
         private let service: FeedService
         private let delivery: Delivery
-        private let rebuild: (@Sendable (Connection) throws -> Void)?
+        private let rebuild: (@Sendable (any FeedTransaction) throws -> Void)?
         private let batchSize: Int
         private let queue: DispatchQueue
         /// Where signals go out.
@@ -168,11 +168,10 @@ public final class DurableSubscriber: Sendable {
         }
 
         /// Thrown inside a batch to stop reading the log; caught before the transaction ends.
-        private struct StopRequested: Error {}
 
         init(
             name: String, service: FeedService, batchSize: Int, delivery: Delivery,
-            rebuild: (@Sendable (Connection) throws -> Void)?, signals: SealedSubject<Signal>
+            rebuild: (@Sendable (any FeedTransaction) throws -> Void)?, signals: SealedSubject<Signal>
         ) {
             self.name = name
             self.service = service
@@ -185,7 +184,7 @@ public final class DurableSubscriber: Sendable {
 
         func cursor() throws(FeedError) -> Int64 {
             do {
-                return try service.store.unsafeRead { db in try SubscriberCursorRepository(db).cursor(for: name) ?? 0 }
+                return try service.backend.readOnce { tx in try tx.subscriberPosition(for: name)?.lastSeq ?? 0 }
             } catch {
                 throw FeedError.wrap(error, value: name)
             }
@@ -307,42 +306,39 @@ public final class DurableSubscriber: Sendable {
 
         /// Reads the position, applies up to a batch and advances the cursor, all in one write transaction.
         private func transactionalBatch(
-            _ apply: @Sendable (EventRecord, Connection) throws -> Void, stopped: () -> Bool
+            _ apply: @Sendable (EventRecord, any FeedTransaction) throws -> Void, stopped: () -> Bool
         ) throws -> BatchOutcome {
-            try service.store.write { db in
-                let cursors = SubscriberCursorRepository(db)
-                let log = EventLog(db)
-                let position = try cursors.position(for: name) ?? .start
-                if let through = try log.replayBaseline().rebuildPoint(for: position) {
-                    return .needsRebuild(cursor: position.lastSeq, through: through)
-                }
-                var count = 0
-                var last = position.lastSeq
-                var stoppedDuringBatch = false
-                do {
-                    try log.forEach(after: position.lastSeq, limit: batchSize) { event in
-                        if stopped() { throw StopRequested() }
-                        try apply(event, db)
+            try service.backend.write(
+                { tx in
+                    let position = try tx.subscriberPosition(for: name) ?? .start
+                    if let through = try tx.replayBaseline().rebuildPoint(for: position) {
+                        return .needsRebuild(cursor: position.lastSeq, through: through)
+                    }
+                    var count = 0
+                    var last = position.lastSeq
+                    var stoppedDuringBatch = false
+                    for event in try tx.events(after: position.lastSeq, limit: batchSize) {
+                        if stopped() {
+                            stoppedDuringBatch = true
+                            break
+                        }
+                        try apply(event, tx)
                         last = event.seq
                         count += 1
                     }
-                } catch is StopRequested {
-                    stoppedDuringBatch = true
-                }
-                if count > 0 { try cursors.setCursor(last, for: name, at: Date()) }
-                return .applied(count: count, through: last, stopped: stoppedDuringBatch || stopped())
-            }
+                    if count > 0 { _ = try tx.advanceSubscriberCursor(last, for: name, at: Date()) }
+                    return .applied(count: count, through: last, stopped: stoppedDuringBatch || stopped())
+                }, afterCommit: { _ in })
         }
 
         /// Reads the position and a batch in one snapshot, hands the events to the handler outside any transaction,
         /// then moves the cursor forward (never back) past the events handled.
         private func atLeastOnceBatch(_ handle: @Sendable (EventRecord) throws -> Void, stopped: () -> Bool) throws -> BatchOutcome {
-            let store = service.store
-            let (position, rebuildPoint, events) = try store.read { db in
-                let position = try SubscriberCursorRepository(db).position(for: name) ?? .start
-                let log = EventLog(db)
-                let point = try log.replayBaseline().rebuildPoint(for: position)
-                return (position, point, point == nil ? try log.events(after: position.lastSeq, limit: batchSize) : [])
+            let backend = service.backend
+            let (position, rebuildPoint, events) = try backend.read { tx in
+                let position = try tx.subscriberPosition(for: name) ?? .start
+                let point = try tx.replayBaseline().rebuildPoint(for: position)
+                return (position, point, point == nil ? try tx.events(after: position.lastSeq, limit: batchSize) : [])
             }
             if let rebuildPoint { return .needsRebuild(cursor: position.lastSeq, through: rebuildPoint) }
             var last = position.lastSeq
@@ -350,7 +346,8 @@ public final class DurableSubscriber: Sendable {
             var stoppedDuringBatch = false
             defer {
                 if last > position.lastSeq {
-                    _ = try? store.write { db in try SubscriberCursorRepository(db).advanceCursor(last, for: name, at: Date()) }
+                    _ = try? backend.write(
+                        { tx in try tx.advanceSubscriberCursor(last, for: name, at: Date()) }, afterCommit: { _ in })
                 }
             }
             for event in events {
@@ -374,16 +371,15 @@ public final class DurableSubscriber: Sendable {
                         field: "subscriber \(name)",
                         reason: "the log cannot replay what it missed (pruned or bulk-loaded) and it has no rebuild"))
             }
-            let seq = try service.store.write { db -> Int64? in
-                let cursors = SubscriberCursorRepository(db)
-                let log = EventLog(db)
-                let baseline = try log.replayBaseline()
-                guard baseline.rebuildPoint(for: try cursors.position(for: name) ?? .start) != nil else { return nil }
-                let last = try log.lastSeq()
-                try rebuild(db)
-                try cursors.markRebuilt(name, through: last, bulkGeneration: baseline.bulkGeneration, at: Date())
-                return last
-            }
+            let seq = try service.backend.write(
+                { tx -> Int64? in
+                    let baseline = try tx.replayBaseline()
+                    guard baseline.rebuildPoint(for: try tx.subscriberPosition(for: name) ?? .start) != nil else { return nil }
+                    let last = try tx.lastSeq()
+                    try rebuild(tx)
+                    try tx.markSubscriberRebuilt(name, through: last, bulkGeneration: baseline.bulkGeneration, at: Date())
+                    return last
+                }, afterCommit: { _ in })
             if let seq { signals.send(.rebuilt(seq: seq)) }
         }
     }

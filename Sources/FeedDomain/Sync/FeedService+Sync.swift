@@ -1,5 +1,4 @@
-internal import FeedStorage
-internal import FeedSQLite
+internal import FeedCore
 public import Foundation
 
 extension FeedService {
@@ -23,9 +22,7 @@ extension FeedService {
                 // On a reader connection, not the writer: a local writer waiting for another process's lock must
                 // not hold up what other processes already committed. One query is one snapshot, so the events
                 // after `known` form a complete range.
-                events = try store.unsafeRead { db in try EventLog(db).events(after: known, limit: batchSize) }
-            } catch let error as SQLiteError {
-                throw FeedError(StorageError(error, path: store.path))
+                events = try backend.readOnce { tx in try tx.events(after: known, limit: batchSize) }
             } catch {
                 throw FeedError.wrap(error)
             }
@@ -42,7 +39,7 @@ extension FeedService {
     @discardableResult
     public func pruneEvents(through seq: Int64) throws(FeedError) -> Int {
         do {
-            return try store.write { db in try EventLog(db).prune(through: seq) }
+            return try backend.write({ tx in try tx.pruneEvents(through: seq) }, afterCommit: { _ in })
         } catch {
             throw FeedError.wrap(error)
         }
@@ -52,10 +49,11 @@ extension FeedService {
     @discardableResult
     public func pruneEvents(olderThan date: Date) throws(FeedError) -> Int {
         do {
-            return try store.write { db in
-                guard let seq = try EventLog(db).lastSeq(before: date) else { return 0 }
-                return try EventLog(db).prune(through: seq)
-            }
+            return try backend.write(
+                { tx in
+                    guard let seq = try tx.lastSeq(before: date) else { return 0 }
+                    return try tx.pruneEvents(through: seq)
+                }, afterCommit: { _ in })
         } catch {
             throw FeedError.wrap(error)
         }

@@ -1,3 +1,4 @@
+internal import FeedCore
 public import FeedSQLite
 internal import FeedMigrations
 public import Foundation

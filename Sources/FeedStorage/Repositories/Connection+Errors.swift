@@ -1,3 +1,4 @@
+internal import FeedCore
 internal import FeedSQLite
 internal import Foundation
 

@@ -1,3 +1,4 @@
+public import FeedCore
 public import FeedSQLite
 public import Foundation
 
@@ -82,19 +83,5 @@ public struct LikeRepository {
     /// The number of like rows.
     public func count() throws -> Int {
         Int(try db.mapErrors { try db.fetchInt64("SELECT count(*) FROM likes") } ?? 0)
-    }
-}
-
-/// A like as a pair of ids.
-public struct LikePair: Sendable, Hashable, Codable {
-    /// The user who likes the post.
-    public let userID: String
-    /// The liked post.
-    public let postID: String
-
-    /// Creates a pair.
-    public init(userID: String, postID: String) {
-        self.userID = userID
-        self.postID = postID
     }
 }

@@ -1,19 +1,6 @@
+public import FeedCore
 public import FeedSQLite
 public import Foundation
-
-/// One row of a feed page: a post and whether the viewer likes it.
-public struct FeedRow: Sendable, Hashable {
-    /// The post, with its like count.
-    public var post: Post
-    /// Whether the viewer likes the post.
-    public var liked: Bool
-
-    /// Creates a feed row.
-    public init(post: Post, liked: Bool) {
-        self.post = post
-        self.liked = liked
-    }
-}
 
 /// Reads and writes posts on one connection, inside the caller's transaction.
 public struct PostRepository {

@@ -1,3 +1,4 @@
+public import FeedCore
 public import FeedSQLite
 public import Foundation
 

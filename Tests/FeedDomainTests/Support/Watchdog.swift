@@ -1,3 +1,4 @@
+import FeedSync
 import Foundation
 
 /// Watches worker threads for a stall, so a deadlock fails a test instead of hanging it.

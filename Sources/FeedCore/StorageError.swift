@@ -1,12 +1,11 @@
-public import FeedSQLite
-
 /// An error from the storage layer: opening, migrating, or a repository operation.
 ///
-/// Constraint violations are mapped at the repository edge (a UNIQUE failure on `users.id` becomes
-/// ``userAlreadyExists(_:)``), so callers never parse SQLite messages. Descriptions name the offending value but
+/// Backend-neutral: both backends map their failures to these cases at their edge (a UNIQUE failure on
+/// `users.id` becomes ``userAlreadyExists(_:)`` on SQLite and on PostgreSQL), so callers never parse a database's
+/// messages. Descriptions name the offending value but
 /// never echo bound values beyond what names it.
 public enum StorageError: Error, Sendable, Hashable {
-    /// The file exists but is not a SQLite database; it was not modified.
+    /// The file exists but is not a SQLite database (or the server is not a FeedSync database); it was not modified.
     case notADatabase(path: String)
     /// The database cannot be opened or created at this path (missing directory, permissions, a directory).
     case cannotOpen(path: String, reason: String)
@@ -16,11 +15,17 @@ public enum StorageError: Error, Sendable, Hashable {
     case corrupt(path: String)
     /// The disk (or a file size limit) is full; the transaction was rolled back.
     case diskFull(path: String)
-    /// The operating system failed a read or write (`SQLITE_IOERR`): a full disk, a file size limit, a failing
-    /// device. The transaction was rolled back.
-    case ioError(path: String, code: ResultCode)
-    /// Another connection held a lock for longer than the busy policy waits.
-    case busy(SQLiteError)
+    /// The operating system failed a read or write (`SQLITE_IOERR`, with its extended code): a full disk, a file
+    /// size limit, a failing device. The transaction was rolled back.
+    case ioError(path: String, code: Int32)
+    /// Another connection held a lock for longer than the busy policy waits, or (PostgreSQL) a serialization
+    /// failure or deadlock outlasted the retries; retrying later may succeed.
+    case busy(DatabaseFailure)
+    /// The connection to the database server was lost or could not be made; the transaction, if any, did not
+    /// commit. The next call reconnects.
+    case connectionLost(location: String, reason: String)
+    /// A statement ran longer than the configured statement timeout and was cancelled; nothing was written.
+    case timedOut(DatabaseFailure)
     /// The database was written by a newer FeedSync: its schema version is higher than this binary knows.
     case schemaNewer(databaseVersion: Int, binaryVersion: Int)
     /// The database records a migration this binary does not have.
@@ -39,23 +44,13 @@ public enum StorageError: Error, Sendable, Hashable {
     case postAlreadyExists(String)
     /// A value broke a schema constraint (length, characters, range).
     case constraintViolation(field: String, reason: String)
-    /// Any other SQLite failure, with its code, message and SQL.
-    case sqlite(SQLiteError)
-
-    /// Wraps a SQLite error from opening or using the database at `path`, picking the specific case when one fits.
-    public init(_ error: SQLiteError, path: String?) {
-        let location = path ?? ":memory:"
-        switch error.code {
-        case ResultCode.notADatabase: self = .notADatabase(path: location)
-        case ResultCode.cannotOpen: self = .cannotOpen(path: location, reason: error.message)
-        case ResultCode.readOnly: self = .readOnly(path: location)
-        case ResultCode.corrupt: self = .corrupt(path: location)
-        case ResultCode.full: self = .diskFull(path: location)
-        case ResultCode.ioError: self = .ioError(path: location, code: error.code)
-        case ResultCode.busy, ResultCode.locked: self = .busy(error)
-        default: self = .sqlite(error)
-        }
-    }
+    /// The database file being followed was deleted or replaced by another file (its device and inode changed).
+    case databaseReplaced(path: String)
+    /// A location that names no backend this build has (an unknown `scheme://`, or PostgreSQL in a build without
+    /// the `PostgreSQL` trait).
+    case unsupportedLocation(String, reason: String)
+    /// Any other database failure, with the backend's code, message and SQL.
+    case database(DatabaseFailure)
 }
 
 extension StorageError: CustomStringConvertible {
@@ -67,8 +62,10 @@ extension StorageError: CustomStringConvertible {
         case .readOnly(let path): "database \(path) is read-only"
         case .corrupt(let path): "database \(path) is damaged (SQLite reports it malformed)"
         case .diskFull(let path): "the disk is full while writing \(path); nothing was written"
-        case .ioError(let path, let code): "I/O error on \(path) (SQLite code \(code.rawValue)); nothing was written"
+        case .ioError(let path, let code): "I/O error on \(path) (SQLite code \(code)); nothing was written"
         case .busy(let error): "database is busy (locked by another connection beyond the timeout): \(error.message)"
+        case .connectionLost(let location, let reason): "lost the connection to \(location): \(reason)"
+        case .timedOut(let error): "statement timed out and was cancelled: \(error.message)"
         case .schemaNewer(let database, let binary):
             "database schema version \(database) is newer than this FeedSync (knows up to \(binary))"
         case .unknownMigration(let version, let name, let binary):
@@ -82,7 +79,9 @@ extension StorageError: CustomStringConvertible {
         case .userAlreadyExists(let id): "user \"\(id)\" exists already"
         case .postAlreadyExists(let id): "post \"\(id)\" exists already"
         case .constraintViolation(let field, let reason): "invalid \(field): \(reason)"
-        case .sqlite(let error): error.description
+        case .databaseReplaced(let path): "the database file \(path) was deleted or replaced"
+        case .unsupportedLocation(let location, let reason): "unsupported database location \(location): \(reason)"
+        case .database(let error): error.description
         }
     }
 }

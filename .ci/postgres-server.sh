@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# Throwaway PostgreSQL server for the test suite (used by .ci/run; usable by hand).
+#
+# Usage:
+#   url=$(.ci/postgres-server.sh start DIR)   # DIR must not exist or be empty
+#   export FEEDSYNC_TEST_POSTGRES_URL=$url
+#   ...
+#   .ci/postgres-server.sh stop DIR           # stops the server and removes DIR
+#
+# start creates a new cluster in DIR/data (initdb, UTF8, locale C), starts it and waits until it accepts
+# connections (pg_isready, at most 30 s; the server log tail is printed on failure). It creates:
+#   - role `feedsync` with LOGIN and CREATEDB (tests create one database per test) and a random password;
+#   - database `feedsync`, owned by that role.
+# It prints exactly one line on stdout, postgresql://feedsync:PASSWORD@127.0.0.1:PORT/feedsync, for the caller to
+# capture, and the server version, port and directory on stderr (never the password).
+# Settings: PostgreSQL's defaults (fsync and synchronous_commit stay on) plus max_connections=200.
+#
+# Security: the server listens on 127.0.0.1 only (on a free port picked at run time) and on a unix socket inside
+# DIR (mode 0700). TCP connections need a password (scram-sha-256); the bootstrap superuser has no password, so it
+# can only connect through the socket with peer authentication. The password is generated per run, is never
+# written to a command line (it reaches psql on stdin) and is never logged by this script. Everything lives in
+# DIR and is deleted by `stop`: nothing here is meant to outlive one CI run.
+#
+# initdb and postgres refuse to run as root, so as root they run as the `postgres` system user
+# (runuser -u postgres --); DIR's parent must then be searchable by that user (e.g. a `mktemp -d` with chmod 755).
+# The binaries are the newest /usr/lib/postgresql/*/bin, or PG_BIN if set, or initdb's directory on PATH.
+# `stop` only deletes a DIR that `start` made (it holds the marker file .feedsync-postgres) or an empty one.
+set +x # never trace: the URL carries the password
+set -euo pipefail
+
+me=postgres-server.sh
+die() { echo "$me: $*" >&2; exit 1; }
+usage() { echo "usage: $0 start DIR | stop DIR" >&2; exit 2; }
+[ $# -eq 2 ] || usage
+command=$1
+dir=$(realpath -m -- "$2")
+marker="$dir/.feedsync-postgres"
+
+# --- Binaries --------------------------------------------------------------------------------------------------
+find_bin() {
+    if [ -n "${PG_BIN:-}" ]; then echo "$PG_BIN"; return; fi
+    local newest
+    newest=$(printf '%s\n' /usr/lib/postgresql/*/bin/initdb 2>/dev/null | grep -v '\*' | sort -V | tail -n 1 || true)
+    if [ -n "$newest" ]; then dirname "$newest"; return; fi
+    if command -v initdb >/dev/null 2>&1; then dirname "$(command -v initdb)"; return; fi
+    die "no PostgreSQL server binaries (install the postgresql package, or set PG_BIN to the directory holding initdb)"
+}
+bin=$(find_bin)
+
+# --- Who runs the server ---------------------------------------------------------------------------------------
+if [ "$(id -u)" -eq 0 ]; then
+    id postgres >/dev/null 2>&1 || die "running as root, but there is no 'postgres' system user to run the server as"
+    command -v runuser >/dev/null 2>&1 || die "running as root, but runuser is missing"
+    owner=postgres
+    as_server() { runuser -u postgres -- "$@"; }
+else
+    owner=$(id -un)
+    as_server() { "$@"; }
+fi
+cd / # the server user may not be allowed into the caller's working directory
+
+# --- stop ------------------------------------------------------------------------------------------------------
+stop_server() {
+    [ -e "$dir" ] || return 0
+    [ -d "$dir" ] || die "$dir is not a directory; not removing it"
+    if [ ! -f "$marker" ]; then
+        [ -z "$(ls -A "$dir")" ] || die "$dir was not made by '$me start' (no .feedsync-postgres); not removing it"
+        rmdir "$dir"
+        return 0
+    fi
+    if [ -f "$dir/data/postmaster.pid" ]; then
+        if ! as_server "$bin/pg_ctl" -D "$dir/data" -m fast -w -t 30 stop >/dev/null 2>&1; then
+            echo "$me: fast shutdown failed; trying immediate" >&2
+            as_server "$bin/pg_ctl" -D "$dir/data" -m immediate -w -t 30 stop >/dev/null 2>&1 || true
+        fi
+        # pg_ctl fails if the postmaster died without cleaning up; make sure nothing of this cluster is left.
+        local pid
+        pid=$(head -n 1 "$dir/data/postmaster.pid" 2>/dev/null || true)
+        if [[ $pid =~ ^[0-9]+$ ]] && [ -r "/proc/$pid/cmdline" ] &&
+            tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$dir/data"; then
+            echo "$me: postmaster $pid is still running; killing it" >&2
+            kill -KILL "$pid" 2>/dev/null || true
+        fi
+    fi
+    rm -rf -- "$dir"
+    echo "$me: stopped the server and removed $dir" >&2
+}
+
+# --- start -----------------------------------------------------------------------------------------------------
+# A port on 127.0.0.1 that nothing listens on right now (the kernel's pick, else a scan of a high range).
+free_port() {
+    if command -v python3 >/dev/null 2>&1; then
+        python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])' && return
+    fi
+    local port
+    for port in $(shuf -i 20000-60999 -n 200 2>/dev/null || seq 25432 25631); do
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then echo "$port"; return; fi
+    done
+    die "found no free port on 127.0.0.1"
+}
+
+start_server() {
+    for b in initdb pg_ctl pg_isready psql postgres; do
+        [ -x "$bin/$b" ] || die "$bin/$b not found (install the postgresql package, or set PG_BIN)"
+    done
+    if [ -e "$dir" ] && [ -n "$(ls -A "$dir" 2>/dev/null)" ]; then die "$dir exists and is not empty"; fi
+    # The socket is DIR/.s.PGSQL.PORT and must fit in sun_path (107 bytes).
+    [ ${#dir} -le 95 ] || die "$dir is too long for a unix socket path (at most 95 bytes)"
+
+    mkdir -p -- "$dir"
+    : >"$marker"
+    chown "$owner": "$dir" "$marker"
+    chmod 700 "$dir"
+    # From here on, any failure stops whatever was started and removes DIR.
+    trap cleanup_failed_start EXIT
+    as_server test -w "$dir" || die "user $owner cannot write $dir (is a parent directory not searchable by $owner?)"
+
+    local out
+    if ! out=$(as_server "$bin/initdb" -D "$dir/data" --encoding=UTF8 --locale=C \
+        --auth-local=peer --auth-host=scram-sha-256 2>&1); then
+        echo "$out" >&2
+        die "initdb failed"
+    fi
+    cat >>"$dir/data/postgresql.conf" <<EOF
+
+# --- $me: everything else is PostgreSQL's default (fsync stays on) ---
+listen_addresses = '127.0.0.1'
+unix_socket_directories = '$dir'
+unix_socket_permissions = 0700
+max_connections = 200
+password_encryption = 'scram-sha-256'
+EOF
+
+    # The port is free when we look, but another process may take it before the server binds: retry a few times.
+    local port attempt started=0
+    for attempt in 1 2 3 4 5; do
+        port=$(free_port)
+        if as_server "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -o "-p $port" -w -t 30 start >/dev/null 2>&1; then
+            started=1
+            break
+        fi
+        grep -qE 'could not (bind|create listen socket)|Address already in use' "$dir/server.log" 2>/dev/null || break
+        echo "$me: port $port was taken (attempt $attempt of 5)" >&2
+        as_server "$bin/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
+    done
+    [ $started -eq 1 ] || die "the server did not start"
+
+    local ready=0
+    for _ in $(seq 1 60); do
+        if "$bin/pg_isready" -q -h 127.0.0.1 -p "$port" -t 1; then ready=1; break; fi
+        sleep 0.5
+    done
+    [ $ready -eq 1 ] || die "the server did not accept connections on 127.0.0.1:$port within 30 s"
+
+    local password
+    password=$(od -An -tx1 -N24 /dev/urandom | tr -d ' \n')
+    [ ${#password} -eq 48 ] || die "could not generate a password"
+    # The bootstrap superuser (named after the server user) connects through the socket with peer auth. The SQL,
+    # password included, goes on stdin so it never shows in a process list.
+    printf "CREATE ROLE feedsync LOGIN CREATEDB PASSWORD '%s';\nCREATE DATABASE feedsync OWNER feedsync;\n" "$password" |
+        as_server "$bin/psql" -X -q -v ON_ERROR_STOP=1 -h "$dir" -p "$port" -d postgres -f - >/dev/null ||
+        die "could not create the feedsync role and database"
+
+    # Check the URL's way in (TCP, password) without putting the password on psql's command line.
+    local version
+    version=$(PGPASSWORD=$password PGCONNECT_TIMEOUT=10 "$bin/psql" -X -A -t -v ON_ERROR_STOP=1 \
+        -h 127.0.0.1 -p "$port" -U feedsync -d feedsync -c 'SHOW server_version') ||
+        die "could not connect as feedsync over TCP"
+    local url="postgresql://feedsync:$password@127.0.0.1:$port/feedsync"
+    echo "$me: PostgreSQL $version on 127.0.0.1:$port (role and database feedsync; data and log in $dir)" >&2
+    trap - EXIT
+    printf '%s\n' "$url"
+}
+
+cleanup_failed_start() {
+    local status=$?
+    if [ "$status" -ne 0 ]; then
+        show_log
+        stop_server || true
+    fi
+}
+
+show_log() {
+    if [ -s "$dir/server.log" ]; then
+        echo "--- $me: last lines of $dir/server.log ---" >&2
+        tail -n 30 "$dir/server.log" >&2 || true
+    fi
+}
+
+case $command in
+    start) start_server ;;
+    stop) stop_server ;;
+    *) usage ;;
+esac

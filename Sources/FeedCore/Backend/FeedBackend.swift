@@ -1,0 +1,89 @@
+internal import Foundation
+
+/// What the domain needs from a database: the contract every FeedSync backend (SQLite, PostgreSQL) implements.
+///
+/// The domain (`FeedService`, sync, projections) talks to a database only through this protocol and
+/// ``FeedTransaction``; it imports no backend module. The seam is a **transaction**, not a set of repositories:
+/// one command runs several reads and writes and its event append inside one ``write(_:afterCommit:)``.
+///
+/// Threading: a backend is shared by every thread of a process. `write` and `read` run their body on the calling
+/// thread and may block it (a lock, a network round trip); they never call back into the domain except through
+/// the closures they are given, and never hold a lock of theirs while running `afterCommit`'s caller-visible work
+/// other than the one that orders commits (see ``write(_:afterCommit:)``).
+public protocol FeedBackend: AnyObject, Sendable {
+    /// Where the database is, fit to print: a file path, `:memory:`, or a URL **without its password**.
+    var location: String { get }
+    /// The database file's path for a file-backed SQLite database; `nil` otherwise.
+    var filePath: String? { get }
+    /// Which backend this is: `SQLite` or `PostgreSQL`.
+    var backendName: String { get }
+
+    /// Runs `body` in one write transaction and commits it; rolls back and rethrows when `body` throws.
+    ///
+    /// `afterCommit` runs once `COMMIT` succeeded, on the calling thread, while the backend still holds whatever
+    /// orders its commits (SQLite's writer connection; PostgreSQL's event-log head lock is already released, but
+    /// seqs are dense and in commit order, so the domain's sequencer accepts ranges out of order). A failed
+    /// `COMMIT` runs nothing. A backend may run `body` more than once when the transaction failed for a reason
+    /// that retrying cures (PostgreSQL's `40001`/`40P01`): `body` must not keep state from a failed attempt.
+    ///
+    /// - Throws: what `body` throws, or ``StorageError`` for database failures.
+    func write<T>(_ body: (any FeedTransaction) throws -> T, afterCommit: (T) -> Void) throws -> T
+
+    /// Runs `body` in a read-only transaction: one consistent snapshot.
+    func read<T>(_ body: (any FeedTransaction) throws -> T) throws -> T
+
+    /// Runs `body` for one statement's worth of reading, as cheaply as the backend can (no explicit transaction);
+    /// each statement sees its own snapshot.
+    func readOnce<T>(_ body: (any FeedTransaction) throws -> T) throws -> T
+
+    /// Whether the calling thread is inside ``write(_:afterCommit:)`` of this backend (asking for a second write
+    /// from there would wait for itself).
+    var isWritingOnCurrentThread: Bool { get }
+
+    /// The schema versions: the database's, this binary's, and the migrations the database still needs.
+    func schemaStatus() throws -> SchemaStatus
+
+    /// Bulk-loads users, posts and likes without events (for `feedsync seed`): one transaction, bounded memory,
+    /// recorded in the log's replay baseline so durable subscribers rebuild.
+    func bulkLoad<T>(_ body: (any FeedBulkLoader) throws -> T) throws -> T
+
+    /// A watch that tells when other processes may have committed (for ``ChangeFeed``).
+    ///
+    /// - Parameter watchFiles: for SQLite, whether to wake on file notifications (otherwise it polls).
+    /// - Throws: ``StorageError`` when the watch cannot be set up (an in-memory database has no other processes).
+    func makeChangeWatch(watchFiles: Bool) throws -> any FeedChangeWatch
+
+    /// Closes every connection; later calls fail.
+    func close()
+}
+
+/// A database's schema versions.
+public struct SchemaStatus: Sendable, Hashable {
+    /// The database's schema version (0 when empty).
+    public let databaseVersion: Int
+    /// The newest version this binary knows.
+    public let binaryVersion: Int
+    /// The migrations the database still needs, oldest first: version and name.
+    public let pending: [MigrationName]
+
+    /// A status from its parts.
+    public init(databaseVersion: Int, binaryVersion: Int, pending: [MigrationName]) {
+        self.databaseVersion = databaseVersion
+        self.binaryVersion = binaryVersion
+        self.pending = pending
+    }
+}
+
+/// A migration's version and name.
+public struct MigrationName: Sendable, Hashable, Codable {
+    /// Its version (the file's number).
+    public let version: Int
+    /// Its name (the file's name without number and extension).
+    public let name: String
+
+    /// A migration name from its parts.
+    public init(version: Int, name: String) {
+        self.version = version
+        self.name = name
+    }
+}

@@ -1,0 +1,120 @@
+public import Foundation
+
+/// One transaction (or snapshot) on a FeedSync database: every read and write the domain makes.
+///
+/// Handed to the closures of ``FeedBackend/write(_:afterCommit:)`` and ``FeedBackend/read(_:)``; valid only while
+/// the closure runs, on its thread (it is not `Sendable`). In a read transaction the writing methods fail with
+/// ``StorageError/readOnly(path:)``. Errors are ``StorageError``s: constraint failures arrive as the specific case
+/// (`userNotFound`, `postAlreadyExists`, …), never as a database message.
+///
+/// Integer keys (`userKey`, `postKey`) are the backend's surrogate keys; they never change once assigned.
+public protocol FeedTransaction: AnyObject {
+    // MARK: Users and posts
+
+    /// Inserts a user. - Throws: ``StorageError/userAlreadyExists(_:)``, ``StorageError/constraintViolation(field:reason:)``.
+    func insertUser(id: String, name: String, at time: Date) throws -> User
+    /// Inserts a post by an existing user. - Throws: `userNotFound`, `postAlreadyExists`, `constraintViolation`.
+    func insertPost(id: String, authorID: String, body: String, at time: Date) throws -> Post
+    /// The key of a user, or `nil` when there is none.
+    func userKey(for id: String) throws -> Int64?
+    /// The keys of a user and a post in one query. - Throws: `userNotFound`, `postNotFound`.
+    func keys(userID: String, postID: String) throws -> (user: Int64, post: Int64)
+    /// A post, or `nil`.
+    func post(id: String) throws -> Post?
+    /// Every user, ordered by id.
+    func allUsers() throws -> [User]
+    /// One feed page: posts older than `cursor` (newest first), with whether the viewer likes each.
+    func feedPage(viewerKey: Int64?, before cursor: FeedCursor?, limit: Int) throws -> [FeedRow]
+
+    // MARK: Likes
+
+    /// Adds a like; `false` when it existed (nothing written). Keeps the post's like count.
+    func insertLike(userKey: Int64, postKey: Int64, at time: Date) throws -> Bool
+    /// Removes a like; `false` when there was none. Keeps the post's like count.
+    func deleteLike(userKey: Int64, postKey: Int64) throws -> Bool
+    /// Whether the user likes the post.
+    func likeExists(userKey: Int64, postKey: Int64) throws -> Bool
+    /// The ids of the posts the user likes.
+    func likedPostIDs(userKey: Int64) throws -> Set<String>
+    /// A post's like count, or `nil` for no such post.
+    func likeCount(postKey: Int64) throws -> Int?
+    /// Every like as a pair of ids.
+    func allLikes() throws -> Set<LikePair>
+
+    // MARK: The event log
+
+    /// Appends an event in this transaction and returns it with its seq.
+    ///
+    /// Seqs are dense and in commit order on every backend: once a reader has read through seq P, no event at
+    /// or before P ever appears later. A backend whose sequence is taken at insert (PostgreSQL) must make this
+    /// true by its own means (the event-log head lock, see `Docs/Storage.md`).
+    func appendEvent(kind: EventKind, userID: String, postID: String?, likeCount: Int?, at time: Date) throws -> EventRecord
+    /// Appends a like or unlike event carrying the post's like count after the change (read in this transaction).
+    func appendLikeChange(_ kind: EventKind, userID: String, postID: String, postKey: Int64, at time: Date) throws -> EventRecord
+    /// Events with `seq > after`, in order, up to `limit` (all when `nil`).
+    func events(after seq: Int64, limit: Int?) throws -> [EventRecord]
+    /// The last seq ever assigned (0 when none), pruned events included.
+    func lastSeq() throws -> Int64
+    /// The last seq of an event committed before `date`, or `nil`.
+    func lastSeq(before date: Date) throws -> Int64?
+    /// Deletes events with `seq <= seq`; returns how many.
+    func pruneEvents(through seq: Int64) throws -> Int
+    /// How far the log can replay the tables (pruning and bulk loads).
+    func replayBaseline() throws -> ReplayBaseline
+
+    // MARK: Durable subscribers
+
+    /// A subscriber's stored position, or `nil` when it never stored one.
+    func subscriberPosition(for name: String) throws -> SubscriberPosition?
+    /// Moves a subscriber's cursor forward to `seq` (never back); returns the cursor after the call.
+    func advanceSubscriberCursor(_ seq: Int64, for name: String, at time: Date) throws -> Int64
+    /// Records a rebuild: the subscriber's state reflects the tables as of `seq` and the bulk loads through
+    /// `bulkGeneration`.
+    func markSubscriberRebuilt(_ name: String, through seq: Int64, bulkGeneration: Int64, at time: Date) throws
+    /// Removes a subscriber's cursor.
+    func removeSubscriberCursor(for name: String) throws
+    /// Every subscriber's cursor.
+    func subscriberCursors() throws -> [String: Int64]
+
+    // MARK: Whole-database
+
+    /// Row counts.
+    func counts() throws -> FeedCounts
+    /// The database's integrity and FeedSync's invariants: empty when everything holds.
+    func invariantViolations() throws -> [InvariantViolation]
+
+    /// Runs `body` inside a savepoint: when it throws, only its changes are rolled back and the error is rethrown;
+    /// the transaction goes on.
+    func savepoint<T>(_ body: () throws -> T) throws -> T
+
+    // MARK: Your own tables
+
+    /// Runs one statement of yours in this transaction (for durable-subscriber effects that must commit with the
+    /// cursor): placeholders are `$1`, `$2`, … on every backend; every value is bound, never interpolated.
+    ///
+    /// - Returns: the number of rows changed.
+    @discardableResult
+    func execute(_ sql: String, _ arguments: [DatabaseValue]) throws -> Int
+    /// Runs one query of yours in this transaction and returns its rows.
+    func fetch(_ sql: String, _ arguments: [DatabaseValue]) throws -> [[DatabaseValue]]
+}
+
+extension FeedTransaction {
+    /// Runs one statement with no arguments.
+    @discardableResult
+    public func execute(_ sql: String) throws -> Int { try execute(sql, []) }
+}
+
+/// Row counts of a FeedSync database.
+public struct FeedCounts: Sendable, Hashable, Codable {
+    /// Rows in each table.
+    public let users: Int, posts: Int, likes: Int, events: Int
+
+    /// Counts from their parts.
+    public init(users: Int, posts: Int, likes: Int, events: Int) {
+        self.users = users
+        self.posts = posts
+        self.likes = likes
+        self.events = events
+    }
+}

@@ -1,0 +1,57 @@
+public import FeedCore
+internal import FeedSQLite
+
+/// ``FeedStore`` is the SQLite backend: a file (or in-memory) database with one writer connection and a pool of
+/// readers.
+extension FeedStore: FeedBackend {
+    public var location: String { path ?? ":memory:" }
+
+    public var filePath: String? { path }
+
+    public var backendName: String { "SQLite" }
+
+    /// Runs `body` in an IMMEDIATE transaction on the writer connection; `afterCommit` runs after `COMMIT`, still
+    /// holding the writer connection, so the commits of this process reach it in commit order.
+    public func write<T>(_ body: (any FeedTransaction) throws -> T, afterCommit: (T) -> Void) throws -> T {
+        do {
+            return try database.writeWithoutTransaction { db in
+                let result = try db.transaction(.immediate) { db in try body(SQLiteTransaction(db)) }
+                afterCommit(result)
+                return result
+            }
+        } catch {
+            throw Self.storageError(error, path: path)
+        }
+    }
+
+    public func read<T>(_ body: (any FeedTransaction) throws -> T) throws -> T {
+        try read { db in try body(SQLiteTransaction(db)) }
+    }
+
+    public func readOnce<T>(_ body: (any FeedTransaction) throws -> T) throws -> T {
+        try unsafeRead { db in try body(SQLiteTransaction(db)) }
+    }
+
+    public var isWritingOnCurrentThread: Bool { database.isWritingOnCurrentThread }
+
+    public func schemaStatus() throws -> SchemaStatus {
+        try unsafeRead { db in
+            SchemaStatus(
+                databaseVersion: try migrator.currentVersion(db), binaryVersion: migrator.latestVersion,
+                pending: try migrator.pendingMigrations(db).map { MigrationName(version: $0.version, name: $0.name) })
+        }
+    }
+
+    public func bulkLoad<T>(_ body: (any FeedBulkLoader) throws -> T) throws -> T {
+        try BulkLoader.load(into: self) { loader in try body(loader) }
+    }
+
+    public func makeChangeWatch(watchFiles: Bool) throws -> any FeedChangeWatch {
+        guard let path else {
+            throw StorageError.cannotOpen(path: ":memory:", reason: "an in-memory database has no other processes to follow")
+        }
+        return try SQLiteChangeWatch(path: path, configuration: database.configuration, watchFiles: watchFiles)
+    }
+}
+
+extension BulkLoader: FeedBulkLoader {}

@@ -1,0 +1,113 @@
+internal import FeedSQLite
+internal import FeedStorage
+internal import Foundation
+
+#if PostgreSQL
+    internal import FeedPostgres
+#endif
+
+/// Opens the backend a location names: the one place that knows every backend this build has.
+public enum FeedBackends {
+    /// Whether this build has the PostgreSQL backend (the package's `PostgreSQL` trait, on by default).
+    public static var hasPostgreSQL: Bool {
+        #if PostgreSQL
+            true
+        #else
+            false
+        #endif
+    }
+
+    /// Opens the database at `location` — a SQLite file path, `:memory:`, or a `postgresql://` URL.
+    ///
+    /// - Throws: ``FeedError`` — `storage(.unsupportedLocation)` for another scheme (or PostgreSQL in a build
+    ///   without it), and the backend's open errors (`cannotOpen`, `schemaNewer`, `connectionLost`, …).
+    public static func open(_ location: String, options: FeedOpenOptions = FeedOpenOptions()) throws(FeedError) -> any FeedBackend {
+        let parsed: FeedLocation
+        do {
+            parsed = try FeedLocation(location)
+        } catch {
+            throw FeedError.storage(error)
+        }
+        return try open(parsed, options: options)
+    }
+
+    /// Opens the database at a parsed location.
+    public static func open(_ location: FeedLocation, options: FeedOpenOptions = FeedOpenOptions()) throws(FeedError) -> any FeedBackend {
+        do {
+            switch location {
+            case .sqliteInMemory:
+                return try FeedStore.inMemory()
+            case .sqliteFile(let path):
+                var configuration = Configuration()
+                configuration.busyMode = .timeout(options.busyTimeout)
+                configuration.removesWALFilesOnClose = options.removesWALFilesOnClose
+                let mode: FeedStore.OpenMode =
+                    switch options.mode {
+                    case .migrate: .migrate
+                    case .readCurrent: .readCurrent
+                    case .inspect: .inspect
+                    }
+                return try FeedStore(path: path, mode: mode, configuration: configuration)
+            case .postgreSQL(let url):
+                #if PostgreSQL
+                    return try openPostgreSQL(url, options: options)
+                #else
+                    throw StorageError.unsupportedLocation(
+                        location.description,
+                        reason: "this FeedSync was built without PostgreSQL; enable the package's PostgreSQL trait")
+                #endif
+            }
+        } catch {
+            throw FeedError.wrap(error)
+        }
+    }
+}
+
+extension FeedService {
+    /// Opens the database at `location` and creates a service over it: a file path is SQLite (created and migrated
+    /// when missing), `:memory:` a private in-memory SQLite database, and a `postgresql://` or `postgres://` URL is
+    /// PostgreSQL (libpq's URI: TLS and `.pgpass` as libpq provides them). Any other `scheme://` is refused.
+    ///
+    /// ```swift
+    /// let local = try FeedService(location: "/var/lib/app/feed.sqlite")
+    /// let shared = try FeedService(location: "postgresql://app@db.internal/feed?sslmode=require")
+    /// ```
+    ///
+    /// - Throws: ``FeedError``; the description never contains a password.
+    public convenience init(
+        location: String, options: FeedOpenOptions = FeedOpenOptions(), bridge: EventBridge = EventBridge()
+    ) throws(FeedError) {
+        let backend = try FeedBackends.open(location, options: options)
+        do {
+            try self.init(backend: backend, bridge: bridge)
+        } catch {
+            backend.close()
+            throw error
+        }
+    }
+
+    /// Opens (creating and migrating if needed) the SQLite database file at `path` and creates a service over it.
+    ///
+    /// Unlike ``init(location:options:bridge:)`` a URL is not recognised here: `path` is always a file.
+    public convenience init(path: String, bridge: EventBridge = EventBridge()) throws(FeedError) {
+        try self.init(location: FeedLocation.sqliteFile(path: path), bridge: bridge)
+    }
+
+    /// Opens the database at a parsed location and creates a service over it.
+    public convenience init(
+        location: FeedLocation, options: FeedOpenOptions = FeedOpenOptions(), bridge: EventBridge = EventBridge()
+    ) throws(FeedError) {
+        let backend = try FeedBackends.open(location, options: options)
+        do {
+            try self.init(backend: backend, bridge: bridge)
+        } catch {
+            backend.close()
+            throw error
+        }
+    }
+
+    /// Closes the database's connections; later calls fail.
+    public func close() {
+        backend.close()
+    }
+}
