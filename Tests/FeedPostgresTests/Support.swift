@@ -1,0 +1,1 @@
+// Helpers shared by the PostgreSQL backend tests live beside them in this target.
