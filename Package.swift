@@ -117,7 +117,7 @@ let package = Package(
         // MARK: - Tests
         .target(
             name: "FeedTestSupport",
-            dependencies: ["FeedCore", "FeedSQLite", "FeedStorage"],
+            dependencies: ["FeedCore", "FeedSQLite", "FeedStorage", "FeedPostgres"],
             path: "Tests/FeedTestSupport",
             swiftSettings: strictSettings
         ),

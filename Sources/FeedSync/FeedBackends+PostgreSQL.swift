@@ -1,8 +1,19 @@
 #if PostgreSQL
+    internal import FeedPostgres
+
     extension FeedBackends {
-        /// Opens a PostgreSQL database (interim: the backend lands in the next commit).
+        /// Opens a PostgreSQL database with the options that apply to it.
         static func openPostgreSQL(_ url: String, options: FeedOpenOptions) throws -> any FeedBackend {
-            throw StorageError.unsupportedLocation(FeedLocation.redacted(url), reason: "the PostgreSQL backend is not built yet")
+            var postgres = PostgresOptions()
+            postgres.maximumConnections = options.maximumConnections
+            postgres.statementTimeout = options.statementTimeout
+            let mode: PostgresOpenMode =
+                switch options.mode {
+                case .migrate: .migrate
+                case .readCurrent: .readCurrent
+                case .inspect: .inspect
+                }
+            return try PostgresBackend(url: url, options: postgres, mode: mode)
         }
     }
 #endif

@@ -2,10 +2,6 @@ internal import FeedSQLite
 internal import FeedStorage
 internal import Foundation
 
-#if PostgreSQL
-    internal import FeedPostgres
-#endif
-
 /// Opens the backend a location names: the one place that knows every backend this build has.
 public enum FeedBackends {
     /// Whether this build has the PostgreSQL backend (the package's `PostgreSQL` trait, on by default).

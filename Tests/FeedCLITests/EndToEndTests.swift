@@ -3,12 +3,24 @@ import FeedSQLite
 import FeedStorage
 import FeedTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 /// Runs the built `feedsync` binary as a subprocess on temporary databases.
 @Suite struct EndToEndTests {
     let home = TemporaryDirectory("feedsync-cli")
-    var database: String { home.file("feed.sqlite") }
+    /// The database the test runs on: a file in `home`, or a PostgreSQL URL after ``use(_:)``.
+    var database: String { chosen.value.withLock { $0 } ?? home.file("feed.sqlite") }
+    /// The database as `feedsync` prints it (a URL without its password).
+    var shownDatabase: String { FeedLocation.redacted(database) }
+    private let chosen = ChosenDatabase()
+
+    /// Points the test at a fresh database on `backend`; `false` when that backend's test server is not configured.
+    func use(_ backend: TestBackend) throws -> Bool {
+        guard let location = try backend.makeLocation(in: home) else { return false }
+        chosen.value.withLock { $0 = location }
+        return true
+    }
 
     func environment(_ extra: [String: String] = [:]) -> [String: String] {
         CLIRun.environment(home: home.path, ["FEEDSYNC_DB": database].merging(extra) { $1 })
@@ -69,15 +81,17 @@ import Testing
         }
     }
 
-    @Test func demoRefusesADatabaseWithOtherPosts() throws {
+    @Test(arguments: TestBackend.allCases) func demoRefusesADatabaseWithOtherPosts(on backend: TestBackend) throws {
+        guard try use(backend) else { return }
         try #require(try feedsync("seed", "--posts", "10", "--users", "5", "--likes", "3").status == 0)
         expectFailure(
             try feedsync("demo"), status: 65,
             message:
-                "Error: the database \"\(database)\" has other posts than the demo's (no alice or post2). Pass --db with a new path.")
+                "Error: the database \"\(shownDatabase)\" has other posts than the demo's (no alice or post2). Pass --db with a new path.")
     }
 
-    @Test func usersAndPosts() throws {
+    @Test(arguments: TestBackend.allCases) func usersAndPosts(on backend: TestBackend) throws {
+        guard try use(backend) else { return }
         try feedsync("init")
         #expect(try feedsync("user", "add", "alice", "--name", "Alice").stdout == "alice\n")
         let user = try json(try feedsync("user", "add", "bob", "--json").stdout)
@@ -104,7 +118,8 @@ import Testing
             message: "Error: user \"alice\" exists already. See 'feedsync user list'.")
     }
 
-    @Test func feedJSONHasTheDocumentedShapeAndTypes() throws {
+    @Test(arguments: TestBackend.allCases) func feedJSONHasTheDocumentedShapeAndTypes(on backend: TestBackend) throws {
+        guard try use(backend) else { return }
         try demoDatabase()
         let result = try feedsync("feed", "--json", "--user", "alice", "--limit", "2")
         #expect(result.status == 0)
@@ -128,7 +143,8 @@ import Testing
         #expect(next["nextCursor"] is NSNull)
     }
 
-    @Test func textFeedHasHeartsOnlyOnLikedLinesAndNoEscapes() throws {
+    @Test(arguments: TestBackend.allCases) func textFeedHasHeartsOnlyOnLikedLinesAndNoEscapes(on backend: TestBackend) throws {
+        guard try use(backend) else { return }
         try demoDatabase()
         try feedsync("post", "add", "--author", "bob", "--id", "evil", "hi \u{1B}[2J\u{1B}]0;pwned\u{7} there\nline two")
         let result = try feedsync("feed", "--user", "alice")
@@ -143,7 +159,8 @@ import Testing
         #expect(!(try feedsync("feed").stdout.contains("❤️")))
     }
 
-    @Test func showPrintsTheBarePostObject() throws {
+    @Test(arguments: TestBackend.allCases) func showPrintsTheBarePostObject(on backend: TestBackend) throws {
+        guard try use(backend) else { return }
         try demoDatabase()
         let post = try json(try feedsync("show", "post2", "--json", "--user", "alice").stdout)
         #expect(post["id"] as? String == "post2")
@@ -155,7 +172,8 @@ import Testing
         expectFailure(try feedsync("show", "post9"), status: 65, message: "Error: no post \"post9\". See 'feedsync feed' for ids.")
     }
 
-    @Test func likeUnlikeToggleReportWhatChanged() throws {
+    @Test(arguments: TestBackend.allCases) func likeUnlikeToggleReportWhatChanged(on backend: TestBackend) throws {
+        guard try use(backend) else { return }
         try demoDatabase()
         let liked = try feedsync("like", "post1", "--user", "bob", "--json")
         #expect(liked.status == 0)
@@ -179,7 +197,8 @@ import Testing
             message: "Error: 'like' acts as a user: pass --user ID or set FEEDSYNC_USER. See 'feedsync like --help'.")
     }
 
-    @Test func eventsPrintsTheLogAsJSONLines() throws {
+    @Test(arguments: TestBackend.allCases) func eventsPrintsTheLogAsJSONLines(on backend: TestBackend) throws {
+        guard try use(backend) else { return }
         try demoDatabase()
         let all = try feedsync("events", "--json")
         let lines = all.lines
@@ -197,10 +216,11 @@ import Testing
         #expect(try feedsync("events", "--since", "0").lines.count == 10)  // header + 9
     }
 
-    @Test func statusAndCheck() throws {
+    @Test(arguments: TestBackend.allCases) func statusAndCheck(on backend: TestBackend) throws {
+        guard try use(backend) else { return }
         try demoDatabase()
         let status = try json(try feedsync("status", "--json").stdout)
-        #expect(status["schemaVersion"] as? Int == Migrator.embedded.latestVersion)
+        #expect(status["schemaVersion"] as? Int == status["binarySchemaVersion"] as? Int)
         #expect(status["pendingMigrations"] as? Int == 0)
         #expect(status["posts"] as? Int == 5)
         #expect(status["likes"] as? Int == 1)
@@ -228,7 +248,8 @@ import Testing
         #expect(report["ok"] as? Bool == false)
     }
 
-    @Test func seedIsDeterministicAndRefusesADatabaseWithPosts() throws {
+    @Test(arguments: TestBackend.allCases) func seedIsDeterministicAndRefusesADatabaseWithPosts(on backend: TestBackend) throws {
+        guard try use(backend) else { return }
         let result = try feedsync("seed", "--posts", "200", "--users", "50", "--likes", "1000")
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.isEmpty)  // no progress bar into a pipe
@@ -247,7 +268,7 @@ import Testing
         expectFailure(
             try feedsync("seed"), status: 65,
             message:
-                "Error: the database \"\(database)\" already has 200 posts; seed fills only an empty one. Pass --db with a new path.")
+                "Error: the database \"\(shownDatabase)\" already has 200 posts; seed fills only an empty one. Pass --db with a new path.")
     }
 
     // MARK: - Exit statuses for the database
@@ -440,7 +461,8 @@ import Testing
 
     // MARK: - Interactive and streaming
 
-    @Test func appDrivenThroughPipedInputShowsTheHeartAfterBack() throws {
+    @Test(arguments: TestBackend.allCases) func appDrivenThroughPipedInputShowsTheHeartAfterBack(on backend: TestBackend) throws {
+        guard try use(backend) else { return }
         try demoDatabase()
         let result = try feedsync("app", "--user", "alice", stdin: "open post3\nlike\nback\nquit\n")
         #expect(result.status == 0, "\(result.stderr)")
@@ -453,7 +475,8 @@ import Testing
         #expect(result.stderr.isEmpty)
     }
 
-    @Test func appReportsBadInputAndKeepsGoing() throws {
+    @Test(arguments: TestBackend.allCases) func appReportsBadInputAndKeepsGoing(on backend: TestBackend) throws {
+        guard try use(backend) else { return }
         try demoDatabase()
         let result = try feedsync("app", "--user", "alice", stdin: "like\nopen post9\ndance\nhelp\n")
         #expect(result.status == 0)
@@ -466,7 +489,8 @@ import Testing
         #expect(result.stdout.contains("open POST     open a post's detail view"))
     }
 
-    @Test func followSeesALikeFromAnotherProcessAndEndsCleanlyOnSIGINT() throws {
+    @Test(arguments: TestBackend.allCases) func followSeesALikeFromAnotherProcessAndEndsCleanlyOnSIGINT(on backend: TestBackend) throws {
+        guard try use(backend) else { return }
         try demoDatabase()
         let follower = try RunningCLI(["events", "--follow", "--json", "--since", "8"], environment: environment())
         #expect(follower.waitFor(#"{"seq":9,"#))
@@ -478,7 +502,8 @@ import Testing
         #expect(lines.count == 2)
     }
 
-    @Test func followWithALimitStopsByItself() throws {
+    @Test(arguments: TestBackend.allCases) func followWithALimitStopsByItself(on backend: TestBackend) throws {
+        guard try use(backend) else { return }
         try demoDatabase()
         let follower = try RunningCLI(["events", "--follow", "--since", "9", "--limit", "1"], environment: environment())
         #expect(follower.waitFor("SEQ"))
@@ -487,7 +512,8 @@ import Testing
         #expect(follower.stdout.contains("unliked"))
     }
 
-    @Test func watchRedrawsWhenAnotherProcessLikes() throws {
+    @Test(arguments: TestBackend.allCases) func watchRedrawsWhenAnotherProcessLikes(on backend: TestBackend) throws {
+        guard try use(backend) else { return }
         try demoDatabase()
         let watcher = try RunningCLI(["watch", "--user", "bob"], environment: environment())
         #expect(watcher.waitFor("post1"))
@@ -498,7 +524,8 @@ import Testing
         #expect(lastFrame.split(separator: "\n").first { $0.hasPrefix("post5") }?.hasSuffix("❤️") == true)
     }
 
-    @Test func appShowsAnotherProcessesLikeAsItHappens() throws {
+    @Test(arguments: TestBackend.allCases) func appShowsAnotherProcessesLikeAsItHappens(on backend: TestBackend) throws {
+        guard try use(backend) else { return }
         try demoDatabase()
         let app = try RunningCLI(["app", "--user", "alice"], environment: environment())
         #expect(app.waitFor("Feed for alice"))
@@ -508,4 +535,9 @@ import Testing
         app.send("quit")
         #expect(app.waitForExit() == 0)
     }
+}
+
+/// The database an end-to-end test chose (a class, so the suite struct stays copyable).
+private final class ChosenDatabase: Sendable {
+    let value = Mutex<String?>(nil)
 }

@@ -180,9 +180,9 @@ import Testing
 
     // MARK: - Reflection
 
-    @Test func aMirrorWalkFromAFeedReachesNothingThatSends() throws {
+    @Test(arguments: TestBackend.allCases) func aMirrorWalkFromAFeedReachesNothingThatSends(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         var options = ChangeFeed.Options()
         options.faultInjector = {}
         let feed = ChangeFeed(service: service, options: options)

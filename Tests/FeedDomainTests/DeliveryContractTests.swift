@@ -16,9 +16,9 @@ import Testing
     /// The issue-11 cycle, forced: thread B runs a detail projection's like effect; thread A delivers another
     /// commit's event to that projection while B's effect is still running; B's effect then commits and waits for
     /// delivery. Before the fix, A waited for B's loop and B for A's delivery, forever.
-    @Test func deliveryIntoAProjectionBusyOnAnotherThreadDoesNotWaitForIt() throws {
+    @Test(arguments: TestBackend.allCases) func deliveryIntoAProjectionBusyOnAnotherThreadDoesNotWaitForIt(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         let effectEntered = DispatchSemaphore(value: 0)
         let deliveredPastProjection = DispatchSemaphore(value: 0)
         var client = FeedClient.live(service)
@@ -68,9 +68,9 @@ import Testing
 
     /// A command run from inside a delivery callback cannot wait for its own delivery (the calling thread is the
     /// one delivering): it returns at once, and its events follow right after the current ones, in seq order.
-    @Test func commandInsideADeliveryReturnsAndItsEventFollowsInOrder() throws {
+    @Test(arguments: TestBackend.allCases) func commandInsideADeliveryReturnsAndItsEventFollowsInOrder(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         let seen = Recorder(service.bridge.changes.map(\.seq))
         let nested = service.bridge.changes.sink { event in
             if event.userID == "user1", event.kind == .liked {
@@ -87,9 +87,9 @@ import Testing
 
     /// `send` on a projection from inside a subscriber of the bridge (an app reacting to a change) applies the
     /// action at once when the projection is idle, on the delivering thread.
-    @Test func sendFromADeliveryToAnIdleProjectionAppliesAtOnce() throws {
+    @Test(arguments: TestBackend.allCases) func sendFromADeliveryToAnIdleProjectionAppliesAtOnce(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         try withDependencies {
             $0.feedClient = .live(service)
         } operation: { () throws in
@@ -183,9 +183,11 @@ import Testing
 
     /// A command run from inside a write on the same thread (here a transactional durable-subscriber handler, which
     /// runs inside the writer's transaction) fails with a clear error instead of waiting for the writer it holds.
-    @Test func commandFromInsideAWriteOnTheSameThreadFailsInsteadOfDeadlocking() throws {
+    @Test(arguments: TestBackend.allCases) func commandFromInsideAWriteOnTheSameThreadFailsInsteadOfDeadlocking(
+        on backend: TestBackend
+    ) throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         let errors = LockedLog<String>()
         let handled = DispatchSemaphore(value: 0)
         let subscriber = DurableSubscriber(

@@ -114,9 +114,9 @@ import Testing
 
     // MARK: - stop() from callbacks
 
-    @Test func stopFromTheHandlerEndsThePassAfterTheCurrentEvent() throws {
+    @Test(arguments: TestBackend.allCases) func stopFromTheHandlerEndsThePassAfterTheCurrentEvent(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         for i in 0..<20 { _ = try service.toggle(userID: "user1", postID: "post\(1 + i % 3)") }
         let seen = LockedLog<Int64>()
         let nestedCatchUps = LockedLog<Int>()
@@ -174,9 +174,9 @@ import Testing
         #expect(try subscriber.cursor() == log[4])
     }
 
-    @Test func stopFromASignalsSinkTakesEffect() throws {
+    @Test(arguments: TestBackend.allCases) func stopFromASignalsSinkTakesEffect(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         for i in 0..<10 { _ = try service.toggle(userID: "user1", postID: "post\(1 + i % 3)") }
         let seen = LockedLog<Int64>()
         let subscriber = DurableSubscriber(name: "signalled", service: service, delivery: .atLeastOnce { seen.append($0.seq) })
@@ -194,9 +194,9 @@ import Testing
         #expect(seen.values == log, "a stopped subscriber received a live event")
     }
 
-    @Test func stopOnNeedsRebuildSkipsTheRebuild() throws {
+    @Test(arguments: TestBackend.allCases) func stopOnNeedsRebuildSkipsTheRebuild(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         for _ in 0..<6 { _ = try service.toggle(userID: "user1", postID: "post1") }
         try service.pruneEvents(through: 8)
         let rebuilds = LockedLog<Int>()
@@ -404,9 +404,9 @@ import Testing
         #expect(!found.contains { $0.hasPrefix("planted.sealed") || $0.hasPrefix("planted.wrapped") })
     }
 
-    @Test func nothingReachableFromADurableSubscriberSends() throws {
+    @Test(arguments: TestBackend.allCases) func nothingReachableFromADurableSubscriberSends(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         let atLeastOnce = DurableSubscriber(name: "outside", service: service, delivery: .atLeastOnce { _ in }, rebuild: { _ in })
         let transactional = DurableSubscriber(name: "inside", service: service, delivery: .transactional { _, _ in })
         try atLeastOnce.start()

@@ -9,9 +9,9 @@ import Foundation
 import Testing
 
 @Suite struct FeedServiceTests {
-    @Test func likeChangesOnceAndIsIdempotent() throws {
+    @Test(arguments: TestBackend.allCases) func likeChangesOnceAndIsIdempotent(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         let first = try service.like(userID: "user2", postID: "post2")
         #expect(first.changed && first.liked && first.likeCount == 1)
         let seq = try #require(first.seq)
@@ -25,18 +25,18 @@ import Testing
         #expect(try service.events(after: seq).count == 1)
     }
 
-    @Test func toggleAlternates() throws {
+    @Test(arguments: TestBackend.allCases) func toggleAlternates(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         #expect(try service.toggle(userID: "user1", postID: "post1").liked)
         #expect(try !service.toggle(userID: "user1", postID: "post1").liked)
         #expect(try service.toggle(userID: "user1", postID: "post1").liked)
         #expect(try service.check().isEmpty)
     }
 
-    @Test func changingCommandWritesLikeCountAndExactlyOneEvent() throws {
+    @Test(arguments: TestBackend.allCases) func changingCommandWritesLikeCountAndExactlyOneEvent(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         let before = try service.status()
         let result = try service.like(userID: "user3", postID: "post1")
         let after = try service.status()
@@ -47,9 +47,9 @@ import Testing
         #expect(event.kind == .liked && event.userID == "user3" && event.postID == "post1" && event.likeCount == 1)
     }
 
-    @Test func unknownAndInvalidIdsAreTypedErrorsAndWriteNothing() throws {
+    @Test(arguments: TestBackend.allCases) func unknownAndInvalidIdsAreTypedErrorsAndWriteNothing(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         let before = try service.status()
         #expect(throws: FeedError.postNotFound("post9")) { try service.like(userID: "user1", postID: "post9") }
         #expect(throws: FeedError.userNotFound("nobody")) { try service.like(userID: "nobody", postID: "post1") }
@@ -131,7 +131,7 @@ import Testing
             return service
         }
         let delivered = Recorder(bridge.changes)
-        let baseline = try service.status().lastSeq
+        let baseline = try await service.status().lastSeq
         try await withThrowingTaskGroup(of: Void.self) { group in
             for worker in 0..<8 {
                 group.addTask {
@@ -150,10 +150,10 @@ import Testing
             }
             try await group.waitForAll()
         }
-        #expect(try service.check().isEmpty)
+        #expect(try await service.check().isEmpty)
         // Replaying the log from the start rebuilds exactly the likes table.
         var replayed = Set<LikePair>()
-        for event in try service.events(after: 0) {
+        for event in try await service.events(after: 0) {
             switch event.kind {
             case .liked: replayed.insert(LikePair(userID: event.userID, postID: event.postID!))
             case .unliked: replayed.remove(LikePair(userID: event.userID, postID: event.postID!))
@@ -164,14 +164,14 @@ import Testing
         #expect(replayed == actual)
         // Subscribers saw every change once, in seq order, with no gap.
         let seqs = delivered.values.map(\.seq)
-        let last = try service.status().lastSeq
+        let last = try await service.status().lastSeq
         #expect(last > baseline)
         #expect(seqs == Array((baseline + 1)...last))
     }
 
-    @Test func feedPagesWithKeysetCursorAndLimits() throws {
+    @Test(arguments: TestBackend.allCases) func feedPagesWithKeysetCursorAndLimits(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         _ = try service.like(userID: "user2", postID: "post1")
         let first = try service.feedPage(viewerID: "user2", limit: 2)
         #expect(first.rows.map(\.post.id) == ["post3", "post2"])

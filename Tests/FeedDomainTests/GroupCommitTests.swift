@@ -84,9 +84,9 @@ import Testing
 
     /// Many threads, each a stream of toggles, some on unknown posts: every good command commits once, every bad
     /// one fails alone, counts match the likes, and the log is delivered in order, each event once.
-    @Test func concurrentCallersKeepCountsLogAndDeliveryExact() throws {
+    @Test(arguments: TestBackend.allCases) func concurrentCallersKeepCountsLogAndDeliveryExact(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         let seen = Recorder(service.bridge.changes.map(\.seq))
         let threads = 8
         let perThread = 300

@@ -65,9 +65,9 @@ import Testing
 
     // MARK: The seed 004 flow against a real file
 
-    @Test func detailLikeShowsInEveryFeedBeforeItReturns() throws {
+    @Test(arguments: TestBackend.allCases) func detailLikeShowsInEveryFeedBeforeItReturns(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         try withDependencies {
             $0.feedClient = .live(service)
         } operation: { () throws in
@@ -103,9 +103,9 @@ import Testing
         }
     }
 
-    @Test func newPostAppearsAtTheTopOfLoadedFeeds() throws {
+    @Test(arguments: TestBackend.allCases) func newPostAppearsAtTheTopOfLoadedFeeds(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         try withDependencies {
             $0.feedClient = .live(service)
         } operation: { () throws in
@@ -116,9 +116,9 @@ import Testing
         }
     }
 
-    @Test func statePublisherStartsWithTheCurrentStateAndFollowsChanges() throws {
+    @Test(arguments: TestBackend.allCases) func statePublisherStartsWithTheCurrentStateAndFollowsChanges(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         try withDependencies {
             $0.feedClient = .live(service)
         } operation: { () throws in

@@ -8,6 +8,20 @@ import FeedTestSupport
 import Foundation
 
 /// A file-backed service with three users and posts post1…post3, built with deterministic time and ids.
+/// A seeded service on `backend` (3 users, 3 posts), or `nil` when that backend's test server is not configured.
+func makeService(in dir: TemporaryDirectory, on backend: TestBackend, bridge: EventBridge = EventBridge()) throws -> FeedService? {
+    guard let location = try backend.makeLocation(in: dir) else { return nil }
+    return try withDependencies {
+        $0.date = .constant(Date(timeIntervalSince1970: 1_700_000_000))
+        $0.uuid = .incrementing
+    } operation: {
+        let service = try FeedService(location: location, bridge: bridge)
+        for user in ["user1", "user2", "user3"] { try service.createUser(id: user) }
+        for i in 1...3 { try service.createPost(id: "post\(i)", authorID: "user1", body: "body \(i)") }
+        return service
+    }
+}
+
 func makeService(in dir: TemporaryDirectory, bridge: EventBridge = EventBridge()) throws -> FeedService {
     try withDependencies {
         $0.date = .constant(Date(timeIntervalSince1970: 1_700_000_000))

@@ -10,9 +10,10 @@ import Foundation
 import Testing
 
 @Suite struct DurableSubscriberTests {
-    @Test func catchesUpThenFollowsWithNoGapAndNoDuplicateWhileWritesArrive() throws {
+    @Test(arguments: TestBackend.allCases) func catchesUpThenFollowsWithNoGapAndNoDuplicateWhileWritesArrive(on backend: TestBackend) throws
+    {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         for i in 0..<300 { _ = try service.toggle(userID: "user\(1 + i % 3)", postID: "post\(1 + i % 3)") }
         let seen = LockedLog<Int64>()
         let writerDone = DispatchSemaphore(value: 0)
@@ -128,9 +129,9 @@ import Testing
         #expect(try b.cursor() == last)
     }
 
-    @Test func subscriberWithoutRebuildReportsThePruning() throws {
+    @Test(arguments: TestBackend.allCases) func subscriberWithoutRebuildReportsThePruning(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         for _ in 0..<5 { _ = try service.toggle(userID: "user1", postID: "post1") }
         try service.pruneEvents(through: 4)
         let subscriber = DurableSubscriber(name: "late", service: service, delivery: .atLeastOnce { _ in })
@@ -139,9 +140,9 @@ import Testing
         #expect(signals.values.first == .needsRebuild(cursor: 0, prunedThrough: 4))
     }
 
-    @Test func pruningEverythingKeepsTheNewestEventSoNoSeqIsReused() throws {
+    @Test(arguments: TestBackend.allCases) func pruningEverythingKeepsTheNewestEventSoNoSeqIsReused(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         let last = try #require(try service.toggle(userID: "user1", postID: "post1").seq)
         #expect(try service.pruneEvents(through: last) == Int(last) - 1)
         #expect(try service.events(after: 0).map(\.seq) == [last])
@@ -241,9 +242,9 @@ import Testing
         #expect(feed.isRunning)
     }
 
-    @Test func releasingAFeedStopsItsThread() throws {
+    @Test(arguments: TestBackend.allCases) func releasingAFeedStopsItsThread(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         weak var released: ChangeFeed?
         do {
             let feed = ChangeFeed(service: service)

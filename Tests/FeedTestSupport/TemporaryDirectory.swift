@@ -1,9 +1,12 @@
 public import Foundation
+internal import Synchronization
 
 /// A fresh directory under the system temporary directory, removed when the value is released.
 public final class TemporaryDirectory: Sendable {
     /// The directory's path.
     public let path: String
+    /// Work to do when the directory goes (dropping a test's PostgreSQL database).
+    private let cleanups = Mutex<[@Sendable () -> Void]>([])
 
     /// Creates a new, empty directory.
     public init(_ label: String = "feedsync") {
@@ -15,7 +18,13 @@ public final class TemporaryDirectory: Sendable {
     }
 
     deinit {
+        for cleanup in cleanups.withLock({ $0 }).reversed() { cleanup() }
         try? FileManager.default.removeItem(atPath: path)
+    }
+
+    /// Runs `body` when the directory is released (before its files are removed).
+    public func onRelease(_ body: @escaping @Sendable () -> Void) {
+        cleanups.withLock { $0.append(body) }
     }
 
     /// A path inside the directory.

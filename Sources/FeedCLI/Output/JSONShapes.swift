@@ -42,11 +42,13 @@ enum JSONShapes {
         .object([("id", .string(user.id)), ("name", .string(user.name)), ("createdAt", .time(user.createdAt))])
     }
 
-    /// `{"path","schemaVersion","binarySchemaVersion","pendingMigrations","users","posts","likes","events","lastSeq"}`.
+    /// `{"path","backend","schemaVersion","binarySchemaVersion","pendingMigrations","users","posts","likes","events",
+    /// "lastSeq"}`; `path` is the file, or the URL without its password.
     static func status(_ status: StatusReport) -> JSONValue {
         let count: (Int?) -> JSONValue = { $0.map(JSONValue.number) ?? .null }
         return .object([
-            ("path", .string(status.path)), ("schemaVersion", .number(status.schemaVersion)),
+            ("path", .string(status.path)), ("backend", .string(status.backend)),
+            ("schemaVersion", .number(status.schemaVersion)),
             ("binarySchemaVersion", .number(status.binarySchemaVersion)),
             ("pendingMigrations", .number(status.pendingMigrations.count)), ("users", count(status.counts?.users)),
             ("posts", count(status.counts?.posts)), ("likes", count(status.counts?.likes)),

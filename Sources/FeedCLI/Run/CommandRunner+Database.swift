@@ -50,6 +50,7 @@ extension CommandRunner {
             var table = TextTable(headers: ["", ""], alignments: [.left, .left])
             table.rows = [
                 ["database", TextSanitizer.clean(status.path)],
+                ["backend", status.backend],
                 ["schema version", "\(status.schemaVersion) (this feedsync: \(status.binarySchemaVersion))"],
                 ["pending migrations", String(status.pendingMigrations.count)],
                 ["users", count(status.counts?.users)],

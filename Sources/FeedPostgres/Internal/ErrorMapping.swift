@@ -1,0 +1,33 @@
+internal import FeedCore
+
+extension PostgresFailure {
+    /// The ``StorageError`` for this failure when the call site claims no code of its own.
+    ///
+    /// - a lost connection (no SQLSTATE, class 08, the session terminated) → `connectionLost`;
+    /// - `40001` serialization failure, `40P01` deadlock → `busy` (``PostgresBackend/write(_:afterCommit:)``
+    ///   retries them first);
+    /// - `57014` statement timeout or cancel → `timedOut`;
+    /// - `42501` insufficient privilege, `25006` write in a read-only transaction → `readOnly`;
+    /// - `23514` check violation, `22001` value too long → `constraintViolation`;
+    /// - anything else → `database` with the SQLSTATE, the primary message and the statement.
+    func storageError(location: String) -> StorageError {
+        if connectionBroken { return .connectionLost(location: location, reason: message) }
+        switch sqlState {
+        case "40001", "40P01": return .busy(databaseFailure)
+        case "57014": return .timedOut(databaseFailure)
+        case "42501", "25006": return .readOnly(path: location)
+        case "23514", "22001": return .constraintViolation(field: field, reason: message)
+        default: return .database(databaseFailure)
+        }
+    }
+
+    /// What a check constraint protects, for ``StorageError/constraintViolation(field:reason:)``: `posts.body` for
+    /// `posts_body_check`, else the constraint's or table's name.
+    private var field: String {
+        if let constraint, let table, constraint.hasPrefix(table + "_"), constraint.hasSuffix("_check") {
+            let column = constraint.dropFirst(table.count + 1).dropLast("_check".count)
+            if !column.isEmpty { return table + "." + column }
+        }
+        return constraint ?? table ?? "value"
+    }
+}

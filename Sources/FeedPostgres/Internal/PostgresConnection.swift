@@ -1,0 +1,402 @@
+internal import CLibPQ
+internal import FeedCore
+internal import Foundation
+
+/// A failure reported by libpq or the server, before it is mapped to a ``StorageError``.
+///
+/// The message is already scrubbed: it holds neither the password nor a bound value (see
+/// ``PostgresConnection/scrub(_:sqlState:parameters:secrets:)``).
+struct PostgresFailure: Error {
+    /// The server's five-character SQLSTATE; `nil` when the failure came from the connection itself (no server
+    /// answer).
+    let sqlState: String?
+    /// The primary message.
+    let message: String
+    /// The constraint concerned (`PG_DIAG_CONSTRAINT_NAME`), if any.
+    let constraint: String?
+    /// The table concerned (`PG_DIAG_TABLE_NAME`), if any.
+    let table: String?
+    /// The statement text (with its placeholders), if a statement failed.
+    let sql: String?
+    /// Whether the connection can no longer be used.
+    let connectionBroken: Bool
+    /// Whether the failure was found before anything was sent (so an open transaction is not aborted by it).
+    let beforeSending: Bool
+
+    init(
+        sqlState: String?, message: String, constraint: String? = nil, table: String? = nil, sql: String? = nil,
+        connectionBroken: Bool, beforeSending: Bool = false
+    ) {
+        self.sqlState = sqlState
+        self.message = message
+        self.constraint = constraint
+        self.table = table
+        self.sql = sql
+        self.connectionBroken = connectionBroken
+        self.beforeSending = beforeSending
+    }
+
+    /// The failure as a backend-neutral database failure.
+    var databaseFailure: DatabaseFailure {
+        DatabaseFailure(backend: PostgresBackend.name, code: sqlState ?? "08006", message: message, sql: sql)
+    }
+
+    /// Whether retrying the whole transaction may cure it: a serialization failure or a deadlock.
+    var isRetryable: Bool { sqlState == "40001" || sqlState == "40P01" }
+}
+
+/// One libpq connection (`PGconn`), used by one thread at a time.
+///
+/// Statements go through ``execute(_:_:prepared:)``: fixed queries are prepared once per connection
+/// (`PQprepare`/`PQexecPrepared`), other SQL runs with `PQexecParams`; every value is a bound parameter. Results are
+/// in text format.
+final class PostgresConnection {
+    /// The `PGconn *`; `nil` once closed.
+    private var handle: OpaquePointer?
+    /// Prepared statement names by SQL text.
+    private var prepared: [String: String] = [:]
+    /// Strings that must never appear in a message (the password, raw and percent-encoded).
+    private let secrets: [String]
+
+    private init(handle: OpaquePointer, secrets: [String]) {
+        self.handle = handle
+        self.secrets = secrets
+    }
+
+    deinit { close() }
+
+    /// Opens a connection to the libpq URI `url`.
+    ///
+    /// The URI's own parameters (host, TLS `sslmode`, `.pgpass`, …) are libpq's; `connect_timeout` applies unless the
+    /// URI sets one, and `application_name` and `client_encoding` are always FeedSync's. After connecting it sets
+    /// `statement_timeout` and `default_transaction_read_only` (transactions that write say `READ WRITE`, so a
+    /// statement outside a write transaction cannot write).
+    ///
+    /// - Throws: ``PostgresFailure`` with `connectionBroken` when the server cannot be reached or refuses.
+    static func open(
+        url: String, applicationName: String, connectTimeout: Duration, statementTimeout: Duration?, readOnlyByDefault: Bool
+    ) throws(PostgresFailure) -> PostgresConnection {
+        let secrets = PostgresURL.secrets(in: url)
+        // libpq applies keywords in order, the last value winning: the timeout can be overridden by the URI (which
+        // `dbname` expands), the application name and encoding cannot.
+        let keywords = ["connect_timeout", "dbname", "application_name", "client_encoding"]
+        let values = [String(max(2, connectTimeout.components.seconds)), url, applicationName, "UTF8"]
+        let handle = withCStrings(keywords) { keywordPointers in
+            withCStrings(values) { valuePointers in PQconnectdbParams(keywordPointers, valuePointers, 1) }
+        }
+        guard let handle else {
+            throw PostgresFailure(
+                sqlState: nil, message: "out of memory", constraint: nil, table: nil, sql: nil, connectionBroken: true)
+        }
+        guard PQstatus(handle) == CONNECTION_OK else {
+            let message = scrub(String(cString: PQerrorMessage(handle)), secrets: secrets)
+            PQfinish(handle)
+            throw PostgresFailure(
+                sqlState: nil, message: message.trimmingCharacters(in: .whitespacesAndNewlines), constraint: nil, table: nil,
+                sql: nil, connectionBroken: true)
+        }
+        // Notices (`relation … already exists, skipping`) are not errors; libpq would print them to stderr.
+        PQsetNoticeReceiver(handle, { _, _ in }, nil)
+        let connection = PostgresConnection(handle: handle, secrets: secrets)
+        var settings: [DatabaseValue] = []
+        var sql = "SELECT 1"
+        if let statementTimeout {
+            let millis = statementTimeout.components.seconds * 1000 + statementTimeout.components.attoseconds / 1_000_000_000_000_000
+            sql += ", set_config('statement_timeout', $1, false)"
+            // 0 would switch the timeout off: a positive duration is at least a millisecond.
+            settings.append(.text(String(statementTimeout > .zero ? max(1, millis) : 0)))
+        }
+        if readOnlyByDefault { sql += ", set_config('default_transaction_read_only', 'on', false)" }
+        _ = try connection.execute(sql, settings)
+        return connection
+    }
+
+    /// Whether the connection is unusable (closed, or libpq reports `CONNECTION_BAD`).
+    var isBroken: Bool {
+        guard let handle else { return true }
+        return PQstatus(handle) != CONNECTION_OK
+    }
+
+    /// Whether the connection is idle outside any transaction (fit to be reused by someone else).
+    var isIdle: Bool {
+        guard let handle else { return false }
+        return PQtransactionStatus(handle) == PQTRANS_IDLE
+    }
+
+    /// The server process id serving this connection.
+    var backendPID: Int32 {
+        guard let handle else { return 0 }
+        return PQbackendPID(handle)
+    }
+
+    /// Closes the connection (idempotent).
+    func close() {
+        if let handle { PQfinish(handle) }
+        handle = nil
+        prepared.removeAll()
+    }
+
+    // MARK: - Statements
+
+    /// Runs one statement with bound parameters and returns its result.
+    ///
+    /// - Parameters:
+    ///   - sql: one statement; placeholders `$1`, `$2`, ….
+    ///   - parameters: the values, bound in text format (blobs in binary).
+    ///   - prepared: prepare the statement once on this connection and reuse it (for FeedSync's fixed queries).
+    /// - Throws: ``PostgresFailure``.
+    @discardableResult
+    func execute(
+        _ sql: String, _ parameters: [DatabaseValue] = [], prepared usePrepared: Bool = false
+    ) throws(PostgresFailure) -> PostgresResult {
+        guard let handle else { throw closedFailure(sql: sql) }
+        for (index, parameter) in parameters.enumerated() {
+            // libpq reads text parameters up to their first NUL: refuse rather than send a truncated value.
+            if case .text(let text) = parameter, text.utf8.contains(0) {
+                throw PostgresFailure(
+                    sqlState: "22021", message: "text parameter $\(index + 1) contains a NUL character, which PostgreSQL text cannot hold",
+                    sql: sql, connectionBroken: false, beforeSending: true)
+            }
+        }
+        let statementName: String?
+        if usePrepared {
+            statementName = try preparedName(for: sql, handle: handle)
+        } else {
+            statementName = nil
+        }
+        let raw = Self.withParameters(parameters, typed: !usePrepared) { count, types, values, lengths, formats in
+            if let statementName {
+                PQexecPrepared(handle, statementName, count, values, lengths, formats, 0)
+            } else {
+                PQexecParams(handle, sql, count, types, values, lengths, formats, 0)
+            }
+        }
+        return try check(raw, sql: sql, parameters: parameters)
+    }
+
+    /// Runs a script of one or more statements (the simple query protocol, no parameters): migrations and
+    /// transaction control.
+    @discardableResult
+    func executeScript(_ sql: String) throws(PostgresFailure) -> PostgresResult {
+        guard let handle else { throw closedFailure(sql: sql) }
+        return try check(PQexec(handle, sql), sql: sql, parameters: [])
+    }
+
+    /// Copies `data` (COPY text format, complete rows) into a table with `COPY … FROM STDIN`.
+    ///
+    /// - Parameter sql: the `COPY table (columns) FROM STDIN` statement.
+    func copyIn(_ sql: String, data: [UInt8]) throws(PostgresFailure) {
+        guard let handle else { throw closedFailure(sql: sql) }
+        _ = try check(PQexec(handle, sql), sql: sql, parameters: [], expectCopy: true)
+        let sent = data.withUnsafeBufferPointer { buffer in
+            buffer.baseAddress.map { base in
+                base.withMemoryRebound(to: CChar.self, capacity: buffer.count) { PQputCopyData(handle, $0, Int32(buffer.count)) }
+            } ?? 1
+        }
+        let ended = PQputCopyEnd(handle, sent == 1 ? nil : "FeedSync could not send the data")
+        // The COPY's outcome is the next result; drain to the end so that the connection is ready again.
+        var failure: PostgresFailure?
+        while let raw = PQgetResult(handle) {
+            do {
+                _ = try check(raw, sql: sql, parameters: [])
+            } catch {
+                if failure == nil { failure = error }
+            }
+        }
+        if let failure { throw failure }
+        if sent != 1 || ended != 1 {
+            throw connectionFailure(sql: sql)
+        }
+    }
+
+    private func preparedName(for sql: String, handle: OpaquePointer) throws(PostgresFailure) -> String {
+        if let name = prepared[sql] { return name }
+        let name = "feedsync_\(prepared.count + 1)"
+        _ = try check(PQprepare(handle, name, sql, 0, nil), sql: sql, parameters: [])
+        prepared[sql] = name
+        return name
+    }
+
+    /// Turns a libpq result into a ``PostgresResult`` or a ``PostgresFailure``.
+    private func check(
+        _ raw: OpaquePointer?, sql: String, parameters: [DatabaseValue], expectCopy: Bool = false
+    ) throws(PostgresFailure) -> PostgresResult {
+        guard let raw else { throw connectionFailure(sql: sql) }
+        let status = PQresultStatus(raw)
+        switch status {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
+            return PostgresResult(raw)
+        case PGRES_COPY_IN where expectCopy:
+            return PostgresResult(raw)
+        default:
+            let field = { (code: UInt8) -> String? in
+                PQresultErrorField(raw, Int32(code)).map { String(cString: $0) }
+            }
+            let sqlState = field(UInt8(ascii: "C"))
+            var message = field(UInt8(ascii: "M")) ?? String(cString: PQresultErrorMessage(raw))
+            if message.isEmpty, let handle { message = String(cString: PQerrorMessage(handle)) }
+            let constraint = field(UInt8(ascii: "n"))
+            let table = field(UInt8(ascii: "t"))
+            PQclear(raw)
+            if status == PGRES_COPY_IN || status == PGRES_COPY_OUT || status == PGRES_COPY_BOTH {
+                // A COPY this code did not ask for: the connection is in a state it cannot leave cleanly.
+                close()
+            }
+            let broken = isBroken || Self.isConnectionState(sqlState)
+            throw PostgresFailure(
+                sqlState: sqlState,
+                message: Self.scrub(
+                    message.trimmingCharacters(in: .whitespacesAndNewlines), sqlState: sqlState, parameters: parameters,
+                    secrets: secrets),
+                constraint: constraint, table: table, sql: sql, connectionBroken: broken)
+        }
+    }
+
+    /// Whether an SQLSTATE says the session is over: class 08 (connection exception) or the server shutting the
+    /// session down (`57P01`–`57P03`).
+    static func isConnectionState(_ sqlState: String?) -> Bool {
+        guard let sqlState else { return true }
+        return sqlState.hasPrefix("08") || sqlState == "57P01" || sqlState == "57P02" || sqlState == "57P03"
+    }
+
+    private func connectionFailure(sql: String?) -> PostgresFailure {
+        let text = handle.map { String(cString: PQerrorMessage($0)) } ?? ""
+        let message = text.isEmpty ? "the connection to the server was lost" : text
+        return PostgresFailure(
+            sqlState: nil, message: Self.scrub(message.trimmingCharacters(in: .whitespacesAndNewlines), secrets: secrets),
+            constraint: nil, table: nil, sql: sql, connectionBroken: true)
+    }
+
+    private func closedFailure(sql: String?) -> PostgresFailure {
+        PostgresFailure(
+            sqlState: nil, message: "the connection is closed", constraint: nil, table: nil, sql: sql, connectionBroken: true)
+    }
+
+    // MARK: - Scrubbing
+
+    /// Removes every secret (the password) from a message.
+    static func scrub(_ message: String, secrets: [String]) -> String {
+        var message = message
+        for secret in secrets where !secret.isEmpty {
+            message = message.replacingOccurrences(of: secret, with: "***")
+        }
+        return message
+    }
+
+    /// Removes secrets and bound values from a server message.
+    ///
+    /// The server quotes the values it echoes (`invalid input syntax for type bigint: "abc"`): every quoted
+    /// occurrence of a bound value becomes `"…"`, and in a data exception (class 22) every quoted segment does.
+    static func scrub(_ message: String, sqlState: String?, parameters: [DatabaseValue], secrets: [String]) -> String {
+        var message = scrub(message, secrets: secrets)
+        for parameter in parameters {
+            let text: String? =
+                switch parameter {
+                case .null, .blob: nil
+                case .integer(let value): String(value)
+                case .real(let value): Self.text(value)
+                case .text(let value): value
+                }
+            if let text, !text.isEmpty {
+                message = message.replacingOccurrences(of: "\"\(text)\"", with: "\"…\"")
+            }
+        }
+        if sqlState?.hasPrefix("22") == true {
+            message = quotedSegmentsRemoved(message)
+        }
+        return message
+    }
+
+    /// `message` with the content of every `"…"` segment replaced by `…`.
+    private static func quotedSegmentsRemoved(_ message: String) -> String {
+        var result = ""
+        var inside = false
+        for character in message {
+            if character == "\"" {
+                if inside { result += "…\"" } else { result.append(character) }
+                inside.toggle()
+            } else if !inside {
+                result.append(character)
+            }
+        }
+        if inside { result += "…" }
+        return result
+    }
+
+    // MARK: - Parameters
+
+    /// A double in PostgreSQL's text input syntax.
+    static func text(_ value: Double) -> String {
+        if value.isNaN { return "NaN" }
+        if value.isInfinite { return value < 0 ? "-Infinity" : "Infinity" }
+        return "\(value)"
+    }
+
+    /// Calls `body` with libpq's parameter arrays for `parameters`: count, types, values, lengths and formats.
+    ///
+    /// Integers, doubles and text are sent in text format, blobs in binary. With `typed`, integers are declared
+    /// `int8`, doubles `float8` and blobs `bytea` (for SQL of the caller's, where the server cannot always infer a
+    /// type); text stays `unknown` so the server can read it as the column's type.
+    static func withParameters<R>(
+        _ parameters: [DatabaseValue], typed: Bool,
+        _ body: (Int32, UnsafePointer<UInt32>?, UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?, UnsafePointer<Int32>?) -> R
+    ) -> R {
+        if parameters.isEmpty { return body(0, nil, nil, nil, nil) }
+        var storage: [UInt8] = []
+        var offsets: [Int?] = []
+        var types: [UInt32] = []
+        var lengths: [Int32] = []
+        var formats: [Int32] = []
+        for parameter in parameters {
+            var bytes: [UInt8]?
+            var type: UInt32 = 0
+            var format: Int32 = 0
+            switch parameter {
+            case .null: bytes = nil
+            case .integer(let value):
+                bytes = Array(String(value).utf8)
+                type = 20
+            case .real(let value):
+                bytes = Array(text(value).utf8)
+                type = 701
+            case .text(let value): bytes = Array(value.utf8)
+            case .blob(let value):
+                bytes = value
+                type = 17
+                format = 1
+            }
+            if let bytes {
+                offsets.append(storage.count)
+                storage += bytes
+                storage.append(0)
+                lengths.append(Int32(bytes.count))
+            } else {
+                offsets.append(nil)
+                lengths.append(0)
+            }
+            types.append(typed ? type : 0)
+            formats.append(format)
+        }
+        // One byte at least, so that the buffer has an address even when every parameter is NULL.
+        storage.append(0)
+        return storage.withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { preconditionFailure("a non-empty array has storage") }
+            return base.withMemoryRebound(to: CChar.self, capacity: buffer.count) { characters in
+                let values: [UnsafePointer<CChar>?] = offsets.map { offset in offset.map { characters + $0 } }
+                return body(Int32(parameters.count), types, values, lengths, formats)
+            }
+        }
+    }
+}
+
+/// Calls `body` with NUL-terminated copies of `strings` followed by a `NULL` entry, as libpq's keyword arrays want.
+private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+    let copies = strings.map { strdup($0) }
+    defer { copies.forEach { free($0) } }
+    let pointers: [UnsafePointer<CChar>?] = copies.map { $0.map { UnsafePointer($0) } } + [nil]
+    return pointers.withUnsafeBufferPointer { buffer in
+        // A non-empty array always has storage.
+        guard let base = buffer.baseAddress else { preconditionFailure("an array of one or more elements has storage") }
+        return body(base)
+    }
+}

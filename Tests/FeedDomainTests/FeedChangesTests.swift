@@ -1,0 +1,229 @@
+import FeedSync
+import FeedCore
+import FeedDependencies
+@testable import FeedDomain
+import FeedPublishers
+import FeedStorage
+import FeedTestSupport
+import Foundation
+import Testing
+
+@Suite struct FeedChangesTests {
+    @Test func backlogThenLiveHandsOutEverySeqOnceInOrderWhileTwoThreadsWrite() async throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)  // seqs 1...6
+        // A backlog of several pages.
+        _ = try await service.perform(Array(repeating: LikeCommand(.toggle, userID: "user1", postID: "post1"), count: 250))
+        let perWriter = 300
+        let target = Int64(6 + 250 + 2 * perWriter)
+        let consumer = Task {
+            var seqs: [Int64] = []
+            var largest = 0
+            for try await batch in service.changes(after: 0, maximumBatch: 64) {
+                largest = max(largest, batch.count)
+                seqs += batch.map(\.seq)
+                if let last = seqs.last, last >= target { break }
+            }
+            return (seqs: seqs, largest: largest)
+        }
+        // Two threads commit while the consumer reads the backlog and then follows live events.
+        try await runOnThreads(2, within: 60, "the writers") { k in
+            for _ in 0..<perWriter { try service.toggle(userID: "user\(k + 2)", postID: "post\(k + 2)") }
+        }
+        let result = try await value(of: consumer, within: 60, "the consumer to reach seq \(target)")
+        #expect(result.seqs == Array(1...target))
+        #expect(result.largest <= 64)
+    }
+
+    @Test func aBurstOfFiveThousandEventsArrivesInFewBatches() async throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        let (backlogDone, backlogSignal) = AsyncStream.makeStream(of: Void.self)
+        let (burstDone, burstSignal) = AsyncStream.makeStream(of: Void.self)
+        let consumer = Task {
+            var iterator = service.changes(after: 0).makeAsyncIterator()
+            let backlog = try await iterator.next()?.map(\.seq)
+            backlogSignal.yield()
+            // A slow consumer: it asks for more only once the whole burst was delivered.
+            for await _ in burstDone { break }
+            var calls = 0
+            var seqs: [Int64] = []
+            while seqs.count < 5000, let batch = try await iterator.next() {
+                calls += 1
+                seqs += batch.map(\.seq)
+            }
+            return (backlog: backlog, calls: calls, seqs: seqs)
+        }
+        try await receive(1, from: backlogDone, within: 20, "the backlog")
+        // Ten transactions of 500 toggles each; every command returns after its events reached the consumer's inbox.
+        try await runOnThreads(1, within: 60, "the burst") { _ in
+            for _ in 0..<10 {
+                _ = try service.perform(Array(repeating: LikeCommand(.toggle, userID: "user2", postID: "post2"), count: 500))
+            }
+        }
+        burstSignal.yield()
+        let result = try await value(of: consumer, within: 60, "the burst to be consumed")
+        #expect(result.backlog == Array(1...6))
+        #expect(result.seqs == Array(7...5006))
+        #expect(result.calls <= 10, "5,000 events took \(result.calls) calls of next()")
+    }
+
+    @Test func cancellingTheConsumingTaskEndsIterationAndDropsTheSubscription() async throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        let (parked, parkedSignal) = AsyncStream.makeStream(of: Void.self)
+        let iterator = service.changes(after: 0).makeAsyncIterator()
+        weak let inbox = iterator.inbox
+        #expect(inbox != nil)
+        let consumer = Task {
+            try await ChangeInbox.$onPark.withValue({ parkedSignal.yield() }) {
+                var iterator = iterator
+                var batches: [[Int64]] = []
+                while let batch = try await iterator.next() { batches.append(batch.map(\.seq)) }
+                // Ended by cancellation: later calls return nil too.
+                return (batches: batches, again: try await iterator.next())
+            }
+        }
+        // The consumer took the backlog and now waits for live events.
+        try await receive(1, from: parked, within: 20, "the consumer to wait for live events")
+        consumer.cancel()
+        let result = try await value(of: consumer, within: 20, "the cancelled consumer to end")
+        #expect(result.batches == [Array(1...6)])
+        #expect(result.again == nil)
+        #expect(inbox == nil, "the bridge still holds the cancelled iteration's subscription")
+        // Commits go on without it.
+        try await service.like(userID: "user1", postID: "post1")
+    }
+
+    @Test func releasingTheIteratorDropsTheSubscription() async throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        weak var inbox: ChangeInbox?
+        do {
+            var iterator = service.changes(after: 0).makeAsyncIterator()
+            #expect(try await iterator.next()?.map(\.seq) == Array(1...6))
+            try await service.like(userID: "user1", postID: "post1")  // buffered by the live subscription
+            inbox = iterator.inbox
+            #expect(inbox != nil)
+        }
+        #expect(inbox == nil, "the bridge still holds a released iterator's subscription")
+    }
+
+    @Test func aTaskCancelledBeforeItsFirstNextGetsNothing() async throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        let consumer = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            var iterator = service.changes(after: 0).makeAsyncIterator()
+            return try await iterator.next()
+        }
+        #expect(try await value(of: consumer, within: 20, "the consumer") == nil)
+    }
+
+    @Test func readingPastPrunedEventsThrowsAClearError() async throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        #expect(try await service.pruneEvents(through: 4) == 4)
+        var iterator = service.changes(after: 2).makeAsyncIterator()
+        do {
+            let batch = try await iterator.next()
+            Issue.record("no error, got \(String(describing: batch))")
+        } catch {
+            #expect(error == .invalidValue(field: "seq", value: "2", reason: "events through 4 were pruned; rebuild from the tables"))
+        }
+        #expect(try await iterator.next() == nil)
+        // From the pruning mark on, the log is complete.
+        var fromMark = service.changes(after: 4).makeAsyncIterator()
+        #expect(try await fromMark.next()?.map(\.seq) == [5, 6])
+    }
+
+    @Test func aGapBeforeTheBufferedEventsIsFilledFromTheLogAndRepeatsAreDropped() async throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        // Live events come from a subject the test controls instead of the bridge.
+        let live = PassthroughPublisher<EventRecord, Never>()
+        let changes = FeedChanges(service: service, after: 0, maximumBatch: 100, source: live.eraseToAnyPublisher())
+        var iterator = changes.makeAsyncIterator()
+        #expect(try await iterator.next()?.map(\.seq) == Array(1...6))
+        for _ in 0..<3 { try await service.toggle(userID: "user1", postID: "post1") }  // seqs 7, 8, 9
+        let log = try await service.events()
+        live.send(log[4])  // seq 5: already handed out
+        live.send(log[8])  // seq 9: 7 and 8 never came live
+        live.send(log[8])  // seq 9 again
+        #expect(try await iterator.next()?.map(\.seq) == [7, 8])
+        #expect(try await iterator.next()?.map(\.seq) == [9])
+        let tenth = try await service.toggle(userID: "user1", postID: "post1")
+        live.send(try #require(try await service.events(after: 9).first))
+        #expect(try await iterator.next()?.map(\.seq) == [try #require(tenth.seq)])
+    }
+
+    @Test func otherProcessesCommitsArriveThroughPublishCommittedEventsOrAChangeFeed() async throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        // Another service on the same file, with its own bridge, stands in for another process.
+        let other = try FeedService(path: dir.file("feed.sqlite"))
+        let (parked, parkedSignal) = AsyncStream.makeStream(of: Void.self)
+        let consumer = ChangeInbox.$onPark.withValue({ parkedSignal.yield() }) {
+            Task {
+                var seqs: [Int64] = []
+                for try await batch in service.changes(after: 6) {
+                    seqs += batch.map(\.seq)
+                    if seqs.count >= 3 { break }
+                }
+                return seqs
+            }
+        }
+        try await receive(1, from: parked, within: 20, "the consumer to wait")
+        try await other.like(userID: "user1", postID: "post1")  // seq 7
+        try await other.like(userID: "user2", postID: "post1")  // seq 8
+        #expect(try await service.publishCommittedEvents() == 2)
+        try await receive(1, from: parked, within: 20, "the consumer to take 7 and 8 and wait again")
+        let changeFeed = ChangeFeed(service: service)
+        try changeFeed.start()
+        defer { changeFeed.stop() }
+        try await other.like(userID: "user3", postID: "post1")  // seq 9, published by the change feed
+        #expect(try await value(of: consumer, within: 30, "seq 9 through the change feed") == [7, 8, 9])
+    }
+
+    @Test func aBadMaximumBatchThrowsOnTheFirstNext() async throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        var iterator = service.changes(after: 0, maximumBatch: 0).makeAsyncIterator()
+        await #expect(throws: FeedError.invalidLimit(0, maximum: FeedChanges.maximumBatchLimit)) { try await iterator.next() }
+        var single = service.changes(after: 0, maximumBatch: 1).makeAsyncIterator()
+        #expect(try await single.next()?.map(\.seq) == [1])
+        #expect(try await single.next()?.map(\.seq) == [2])
+    }
+}
+
+/// Runs `body(k)` for `k` in `0..<count`, each on a thread of its own, and waits (at most `seconds`) until all
+/// returned; throws the first error.
+private func runOnThreads(
+    _ count: Int, within seconds: Double, _ what: String, _ body: @escaping @Sendable (Int) throws -> Void
+) async throws {
+    let (finished, finishedSignal) = AsyncStream.makeStream(of: ThreadFailure?.self)
+    for k in 0..<count {
+        Thread {
+            do {
+                try body(k)
+                finishedSignal.yield(nil)
+            } catch {
+                finishedSignal.yield(ThreadFailure(description: "thread \(k): \(error)"))
+            }
+        }.start()
+    }
+    try await within(seconds, what) {
+        var done = 0
+        for await failure in finished {
+            if let failure { throw failure }
+            done += 1
+            if done == count { return }
+        }
+        throw TestTimeout(what: what)
+    }
+}
+
+/// An error a thread of ``runOnThreads(_:within:_:_:)`` threw, as text.
+private struct ThreadFailure: Error, CustomStringConvertible {
+    let description: String
+}
