@@ -14,6 +14,9 @@ let package = Package(
     name: "FeedSync",
     products: [
         .library(name: "FeedSync", targets: ["FeedSync"]),
+        // The backends' own modules, for code that opens or tunes one directly (`FeedStore`, `PostgresBackend`).
+        .library(name: "FeedStorage", targets: ["FeedStorage"]),
+        .library(name: "FeedPostgres", targets: ["FeedPostgres"]),
         .executable(name: "feedsync", targets: ["feedsync"]),
         .executable(name: "feedsync-bench", targets: ["feedsync-bench"]),
     ],

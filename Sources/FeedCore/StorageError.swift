@@ -21,8 +21,8 @@ public enum StorageError: Error, Sendable, Hashable {
     /// Another connection held a lock for longer than the busy policy waits, or (PostgreSQL) a serialization
     /// failure or deadlock outlasted the retries; retrying later may succeed.
     case busy(DatabaseFailure)
-    /// The connection to the database server was lost or could not be made; the transaction, if any, did not
-    /// commit. The next call reconnects.
+    /// The connection to the database server could not be made or was lost; the transaction, if any, did not
+    /// commit (or, lost during `COMMIT`, its outcome is unknown). The next call reconnects.
     case connectionLost(location: String, reason: String)
     /// A statement ran longer than the configured statement timeout and was cancelled; nothing was written.
     case timedOut(DatabaseFailure)
@@ -64,7 +64,7 @@ extension StorageError: CustomStringConvertible {
         case .diskFull(let path): "the disk is full while writing \(path); nothing was written"
         case .ioError(let path, let code): "I/O error on \(path) (SQLite code \(code)); nothing was written"
         case .busy(let error): "database is busy (locked by another connection beyond the timeout): \(error.message)"
-        case .connectionLost(let location, let reason): "lost the connection to \(location): \(reason)"
+        case .connectionLost(let location, let reason): "no connection to \(location): \(reason)"
         case .timedOut(let error): "statement timed out and was cancelled: \(error.message)"
         case .schemaNewer(let database, let binary):
             "database schema version \(database) is newer than this FeedSync (knows up to \(binary))"

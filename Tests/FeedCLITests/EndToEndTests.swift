@@ -60,6 +60,87 @@ import Testing
         #expect(second.stdout == #"{"path":"\#(database)","schemaVersion":\#(version),"created":false}"# + "\n")
     }
 
+    /// Ten `feedsync init` processes started at once on one new database: every one succeeds, and each migration
+    /// was applied exactly once (one `schema_migrations` row per version; a second apply would have failed).
+    @Test(arguments: TestBackend.allCases) func tenProcessesStartingAtOnceMigrateExactlyOnce(on backend: TestBackend) throws {
+        guard try use(backend) else { return }
+        let results = LockedResults()
+        let done = DispatchGroup()
+        let environment = environment()
+        for _ in 0..<10 {
+            done.enter()
+            Thread {
+                defer { done.leave() }
+                results.append(Result { try CLIRun.run(["init", "--json"], environment: environment) })
+            }.start()
+        }
+        try #require(done.wait(timeout: .now() + 120) == .success, "ten `feedsync init` processes did not finish in 120 s")
+        let outcomes = try results.all.map { try $0.get() }
+        #expect(outcomes.count == 10)
+        for outcome in outcomes { #expect(outcome.status == 0, "\(outcome.stderr)") }
+        let service = try FeedService(location: database)
+        defer { service.close() }
+        let status = try service.status()
+        #expect(status.schemaVersion == status.binarySchemaVersion && status.pendingMigrations == 0)
+        let rows = try service.backend.read { tx in
+            try tx.fetch("SELECT version, count(*) FROM schema_migrations GROUP BY version ORDER BY version", [])
+        }
+        #expect(rows.map { $0[0].integer } == (1...status.binarySchemaVersion).map { Int64($0) })
+        #expect(rows.allSatisfy { $0[1].integer == 1 })
+    }
+
+    /// A URL of another scheme is refused before anything is opened or created — it used to be taken for a relative
+    /// path (a `mysql:` directory in the working directory) — and its password is not echoed.
+    @Test func aURLOfAnotherSchemeIs64AndCreatesNothing() throws {
+        let work = TemporaryDirectory("feedsync-cwd")
+        for url in ["mysql://root:hunter2@db/feed", "http://example.com/feed.sqlite", "sqlite://x.sqlite"] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: CLIRun.executable)
+            process.arguments = ["init", "--db", url]
+            process.environment = environment()
+            process.currentDirectoryURL = URL(fileURLWithPath: work.path)
+            let errors = Pipe()
+            process.standardError = errors
+            process.standardOutput = Pipe()
+            try process.run()
+            let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 64, "\(url)")
+            #expect(stderr.hasPrefix("Error: --db \"") && stderr.contains("is a URL FeedSync cannot open"), "\(stderr)")
+            #expect(!stderr.contains("hunter2"))
+            #expect(stderr.split(separator: "\n").count == 1)
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: work.path).isEmpty)
+        let fromEnvironment = try feedsync("status", env: ["FEEDSYNC_DB": "mysql://root:hunter2@db/feed"])
+        #expect(fromEnvironment.status == 64)
+        #expect(fromEnvironment.stderr.hasPrefix("Error: FEEDSYNC_DB \"mysql://root@db/feed\" is a URL FeedSync cannot open"))
+    }
+
+    /// A PostgreSQL URL's password never appears in what `feedsync` prints: not in `status`, not in `init`, not in an
+    /// error about the server.
+    @Test func aPostgreSQLPasswordIsNeverPrinted() throws {
+        guard try use(.postgresql) else { return }
+        let password = try #require(URLComponents(string: database)?.password, "the test server's URL has a password")
+        var outputs = [try feedsync("init"), try feedsync("status"), try feedsync("status", "--json"), try feedsync("demo")]
+        // A database that does not exist, and a server that does not listen: one-line errors, exit 75.
+        var missing = try #require(URLComponents(string: database))
+        missing.path = "/fs_no_such_database"
+        let noDatabase = try feedsync("status", "--db", missing.string ?? "")
+        #expect(noDatabase.status == 75)
+        missing.port = 1
+        let noServer = try feedsync("status", "--db", missing.string ?? "")
+        #expect(noServer.status == 75)
+        outputs += [noDatabase, noServer]
+        for output in outputs {
+            #expect(!output.stdout.contains(password) && !output.stderr.contains(password))
+        }
+        for failure in [noDatabase, noServer] {
+            #expect(failure.stderr.split(separator: "\n").count == 1 && failure.stderr.hasPrefix("Error: no connection to"))
+        }
+        #expect(try feedsync("status").stdout.contains("backend             PostgreSQL"))
+        #expect(try json(try feedsync("status", "--json").stdout)["path"] as? String == shownDatabase)
+    }
+
     @Test func defaultDatabaseGoesUnderHomeWithMissingDirectoriesCreated() throws {
         let result = try CLIRun.run(["init"], environment: CLIRun.environment(home: home.path))
         #expect(result.status == 0)
@@ -540,4 +621,13 @@ import Testing
 /// The database an end-to-end test chose (a class, so the suite struct stays copyable).
 private final class ChosenDatabase: Sendable {
     let value = Mutex<String?>(nil)
+}
+
+/// Results collected from several threads.
+private final class LockedResults: Sendable {
+    private let results = Mutex<[Result<CLIResult, any Error>]>([])
+
+    func append(_ result: Result<CLIResult, any Error>) { results.withLock { $0.append(result) } }
+
+    var all: [Result<CLIResult, any Error>] { results.withLock { $0 } }
 }

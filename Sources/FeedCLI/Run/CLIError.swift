@@ -60,8 +60,8 @@ struct CLIError: Error, Sendable, Hashable {
         case .busy:
             "the database stayed locked by another process beyond the busy timeout. Try again."
         case .connectionLost(let location, let reason):
-            "lost the connection to \(FeedError.quoted(location)) (\(reason)); nothing was committed by this command. "
-                + "Check that the server is up, then try again."
+            "no connection to \(FeedError.quoted(location)) (\(oneLine(reason))); nothing was committed by this command. "
+                + "Check the URL and that the server is up, then try again."
         case .timedOut:
             "\(error); nothing was written. Try again, or raise the statement timeout."
         case .unsupportedLocation:
@@ -81,5 +81,10 @@ struct CLIError: Error, Sendable, Hashable {
         default:
             "\(error). Run 'feedsync check' to inspect the database."
         }
+    }
+
+    /// A server's multi-line message on one line: runs of whitespace become one space.
+    private static func oneLine(_ text: String) -> String {
+        text.split(whereSeparator: \.isWhitespace).joined(separator: " ")
     }
 }
