@@ -3,7 +3,7 @@
 -- The same tables, columns and rules as Migrations/sqlite/0001_create_schema.sql. Differences: keys are BIGINT
 -- identity columns; ids and names use the "C" collation (byte order, as SQLite's BINARY); the like-count and
 -- append-only triggers are PL/pgSQL; and the log's seqs come from the one-row table `event_log_head`, whose row lock
--- makes event-writing transactions commit in seq order with no holes (see Docs/Postgres-backend-notes.md). Times are
+-- makes event-writing transactions commit in seq order with no holes (see Docs/Storage.md). Times are
 -- milliseconds since 1970-01-01 UTC in BIGINT columns, exactly as in SQLite.
 
 CREATE TABLE users (

@@ -22,7 +22,7 @@ internal import Foundation
 ///   its own.
 /// - **The event log**: seqs come from the one-row `event_log_head`, whose row lock orders event-writing
 ///   transactions, so seqs are dense and in commit order (see ``FeedTransaction/appendEvent(kind:userID:postID:likeCount:at:)``
-///   and `Docs/Postgres-backend-notes.md`).
+///   and `Docs/Storage.md`).
 /// - **Times** are stored as BIGINT milliseconds since 1970, as in SQLite, so every date round-trips identically.
 public final class PostgresBackend: FeedBackend {
     /// `PostgreSQL`, the ``backendName`` and the backend of every ``DatabaseFailure`` this backend reports.

@@ -75,10 +75,10 @@ import Testing
         #expect(!"\(FeedError.postNotFound("evil\u{1B}[31m"))".contains("\u{1B}"))
     }
 
-    @Test func rolledBackBatchEmitsNothing() throws {
+    @Test(arguments: TestBackend.allCases) func rolledBackBatchEmitsNothing(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
         let bridge = EventBridge()
-        let service = try makeService(in: dir, bridge: bridge)
+        guard let service = try makeService(in: dir, on: backend, bridge: bridge) else { return }
         let recorder = Recorder(bridge.changes)
         let before = try service.status()
         #expect(throws: FeedError.postNotFound("post404")) {
@@ -95,10 +95,10 @@ import Testing
         #expect(result.seq == before.lastSeq + 1)
     }
 
-    @Test func eventsReachSubscribersBeforeTheCommandReturnsInSeqOrder() throws {
+    @Test(arguments: TestBackend.allCases) func eventsReachSubscribersBeforeTheCommandReturnsInSeqOrder(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
         let bridge = EventBridge()
-        let service = try makeService(in: dir, bridge: bridge)
+        guard let service = try makeService(in: dir, on: backend, bridge: bridge) else { return }
         let likes = Recorder(bridge.likePublisher)
         let changes = Recorder(bridge.changes)
         let result = try service.like(userID: "user2", postID: "post2")
@@ -109,23 +109,24 @@ import Testing
         #expect(bridge.lastDeliveredSeq == changes.values.last?.seq)
     }
 
-    @Test func bridgeLoggerRunsOncePerLikeEvent() throws {
+    @Test(arguments: TestBackend.allCases) func bridgeLoggerRunsOncePerLikeEvent(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
         let log = LockedLog<LikeEvent>()
         let bridge = EventBridge { log.append($0) }
-        let service = try makeService(in: dir, bridge: bridge)
+        guard let service = try makeService(in: dir, on: backend, bridge: bridge) else { return }
         _ = try service.like(userID: "user1", postID: "post3")
         _ = try service.like(userID: "user1", postID: "post3")
         #expect(log.values == [.liked(postID: "post3")])
     }
 
-    @Test func manyConcurrentCommandsKeepCountsAndLogExact() async throws {
+    @Test(arguments: TestBackend.allCases) func manyConcurrentCommandsKeepCountsAndLogExact(on backend: TestBackend) async throws {
         let dir = TemporaryDirectory()
         let bridge = EventBridge()
+        guard let location = try backend.makeLocation(in: dir) else { return }
         let service = try withDependencies {
             $0.date = .constant(Date(timeIntervalSince1970: 1_700_000_000))
         } operation: {
-            let service = try FeedService(path: dir.file("feed.sqlite"), bridge: bridge)
+            let service = try FeedService(location: location, bridge: bridge)
             for u in 1...10 { try service.createUser(id: "user\(u)") }
             for p in 1...20 { try service.createPost(id: "post\(p)", authorID: "user1", body: "b") }
             return service
@@ -160,7 +161,7 @@ import Testing
             default: break
             }
         }
-        let actual = try service.store.read { db in try LikeRepository(db).allPairs() }
+        let actual = try service.backend.read { tx in try tx.allLikes() }
         #expect(replayed == actual)
         // Subscribers saw every change once, in seq order, with no gap.
         let seqs = delivered.values.map(\.seq)
@@ -184,13 +185,14 @@ import Testing
         #expect(throws: FeedError.userNotFound("nobody")) { try service.feedPage(viewerID: "nobody", limit: 5) }
     }
 
-    @Test func generatedPostIdsComeFromTheUUIDDependency() throws {
+    @Test(arguments: TestBackend.allCases) func generatedPostIdsComeFromTheUUIDDependency(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
+        guard let location = try backend.makeLocation(in: dir) else { return }
         let service = try withDependencies {
             $0.uuid = .incrementing
             $0.date = .constant(Date(timeIntervalSince1970: 0))
         } operation: {
-            try FeedService(path: dir.file("feed.sqlite"))
+            try FeedService(location: location)
         }
         try service.createUser(id: "u")
         let a = try service.createPost(authorID: "u", body: "one")

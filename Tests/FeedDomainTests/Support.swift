@@ -112,3 +112,15 @@ extension FeedTransaction {
         return try execute(numbered, values.map(\.databaseValue))
     }
 }
+
+extension FeedService {
+    /// Runs SQL of the test's own (valid on both backends) in one write transaction.
+    func executeSQL(_ sql: String) throws {
+        _ = try backend.write({ tx in try tx.execute(sql) }, afterCommit: { _ in })
+    }
+
+    /// The first column of every row a query of the test's own returns.
+    func firstColumn(_ sql: String) throws -> [DatabaseValue] {
+        try backend.read { tx in try tx.fetch(sql, []).compactMap(\.first) }
+    }
+}

@@ -37,10 +37,10 @@ import Testing
         #expect(seen.values == all)
     }
 
-    @Test func transactionalDeliveryIsExactlyOnceAcrossRestarts() throws {
+    @Test(arguments: TestBackend.allCases) func transactionalDeliveryIsExactlyOnceAcrossRestarts(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
-        try service.store.write { db in try db.execute("CREATE TABLE applied (seq INTEGER PRIMARY KEY)") }
+        guard let service = try makeService(in: dir, on: backend) else { return }
+        try service.executeSQL("CREATE TABLE applied (seq BIGINT PRIMARY KEY)")
         let delivery = DurableSubscriber.Delivery.transactional { event, db in
             try db.run("INSERT INTO applied (seq) VALUES (?)", event.seq)
         }
@@ -53,14 +53,14 @@ import Testing
         let second = DurableSubscriber(name: "mirror", service: service, batchSize: 7, delivery: delivery)
         #expect(try second.catchUp() == 10)
         #expect(try second.catchUp() == 0)
-        let applied = try service.store.read { db in try db.fetchAll("SELECT seq FROM applied ORDER BY seq") { $0.int64(at: 0) } }
+        let applied = try service.firstColumn("SELECT seq FROM applied ORDER BY seq").compactMap(\.integer)
         #expect(applied == (try service.events(after: 0).map(\.seq)))
     }
 
-    @Test func failingEffectRollsBackItsBatchAndRetriesFromTheCursor() throws {
+    @Test(arguments: TestBackend.allCases) func failingEffectRollsBackItsBatchAndRetriesFromTheCursor(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
-        try service.store.write { db in try db.execute("CREATE TABLE applied (seq INTEGER PRIMARY KEY)") }
+        guard let service = try makeService(in: dir, on: backend) else { return }
+        try service.executeSQL("CREATE TABLE applied (seq BIGINT PRIMARY KEY)")
         for _ in 0..<4 { _ = try service.toggle(userID: "user1", postID: "post1") }
         let failOn = Box<Int64?>(8)
         struct Boom: Error {}
@@ -74,16 +74,16 @@ import Testing
         #expect(try subscriber.cursor() == 5)
         failOn.withLock { $0 = nil }
         #expect(try subscriber.catchUp() == 5)
-        let applied = try service.store.read { db in try db.fetchAll("SELECT seq FROM applied ORDER BY seq") { $0.int64(at: 0) } }
-        #expect(applied == Array(1...10))
+        let applied = try service.firstColumn("SELECT seq FROM applied ORDER BY seq").compactMap(\.integer)
+        #expect(applied == Array(1...10).map(Int64.init))
     }
 
-    @Test func subscriberBehindPrunedLogRebuildsToTheIncrementalState() throws {
+    @Test(arguments: TestBackend.allCases) func subscriberBehindPrunedLogRebuildsToTheIncrementalState(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         let mirrorSQL =
             "CREATE TABLE mirror_a (user_id TEXT, post_id TEXT, PRIMARY KEY (user_id, post_id)); CREATE TABLE mirror_b (user_id TEXT, post_id TEXT, PRIMARY KEY (user_id, post_id));"
-        try service.store.write { db in try db.execute(mirrorSQL) }
+        try service.executeSQL(mirrorSQL)
         func incremental(_ table: String) -> DurableSubscriber.Delivery {
             .transactional { event, db in
                 guard let post = event.postID else { return }
@@ -117,13 +117,9 @@ import Testing
         try b.catchUp()
         #expect(signals.values.contains(.needsRebuild(cursor: last - 50, prunedThrough: last - 3)))
         #expect(signals.values.contains(.rebuilt(seq: last)))
-        let (mirrorA, mirrorB, likes) = try service.store.read { db in
-            (
-                try db.fetchAll("SELECT user_id || '/' || post_id FROM mirror_a ORDER BY 1") { $0.string(at: 0) },
-                try db.fetchAll("SELECT user_id || '/' || post_id FROM mirror_b ORDER BY 1") { $0.string(at: 0) },
-                try LikeRepository(db).allPairs().map { "\($0.userID)/\($0.postID)" }.sorted()
-            )
-        }
+        let mirrorA = try service.firstColumn("SELECT user_id || '/' || post_id FROM mirror_a ORDER BY 1").compactMap(\.text)
+        let mirrorB = try service.firstColumn("SELECT user_id || '/' || post_id FROM mirror_b ORDER BY 1").compactMap(\.text)
+        let likes = try service.backend.read { tx in try tx.allLikes() }.map { "\($0.userID)/\($0.postID)" }.sorted()
         #expect(mirrorA == likes)
         #expect(mirrorB == mirrorA)
         #expect(try b.cursor() == last)

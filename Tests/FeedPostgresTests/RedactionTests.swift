@@ -30,6 +30,11 @@ import Testing
         #expect(!redacted.contains("s3c"))
     }
 
+    @Test func aPasswordEqualToTheUserNameLeavesTheRestReadable() {
+        #expect(PostgresBackend.redacted("postgresql://postgres:postgres@db/postgres") == "postgresql://postgres@db/postgres")
+        #expect(PostgresBackend.redacted("postgresql://app:db@db/db?password=db") == "postgresql://app@db/db")
+    }
+
     @Test func theBackendsLocationAndErrorsOmitThePassword() throws {
         guard let server = PostgresTestDatabase.serverURL else { return }
         // The test server trusts its clients or knows their password; a wrong one in the URL may or may not be used.

@@ -413,7 +413,15 @@ final class PostgresTransaction: FeedTransaction {
     // MARK: - Your own tables
 
     func execute(_ sql: String, _ arguments: [DatabaseValue]) throws -> Int {
-        try run(sql, arguments, prepared: false).changedRows
+        guard arguments.isEmpty else { return try run(sql, arguments, prepared: false).changedRows }
+        // No values to bind: the simple query protocol, which runs a script of several statements, as SQLite does.
+        precondition(isValid, "API Violation: a FeedTransaction used after its closure returned")
+        do {
+            return try connection.executeScript(sql).changedRows
+        } catch {
+            if access != .readOnce, !error.beforeSending, abortingFailure == nil { abortingFailure = error }
+            throw error.storageError(location: location)
+        }
     }
 
     func fetch(_ sql: String, _ arguments: [DatabaseValue]) throws -> [[DatabaseValue]] {

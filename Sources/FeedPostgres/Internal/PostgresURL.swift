@@ -59,16 +59,30 @@ enum PostgresURL {
     /// are dropped. Any other place the password libpq would read still appears (a malformed URI) is masked `***`.
     static func redacted(_ url: String) -> String {
         guard isAccepted(url), var parts = Parts(url) else { return notAURL }
+        var removed: Set<String> = []
         if let userInfo = parts.userInfo, let colon = userInfo.firstIndex(of: ":") {
+            let password = String(userInfo[userInfo.index(after: colon)...])
+            removed.insert(password.removingPercentEncoding ?? password)
             parts.userInfo = userInfo[..<colon]
         }
         if parts.query != nil {
-            let kept = parts.parameters.filter { Parts.key(of: $0) != "password" }
+            var kept: [Substring] = []
+            for parameter in parts.parameters {
+                if Parts.key(of: parameter) == "password" {
+                    let value = String(Parts.value(of: parameter))
+                    removed.insert(value.removingPercentEncoding ?? value)
+                } else {
+                    kept.append(parameter)
+                }
+            }
             parts.query = kept.isEmpty ? nil : Substring(kept.joined(separator: "&"))
         }
         var text = parts.text
-        for secret in libpqPasswords(url) where !secret.isEmpty {
+        // A password libpq would read from somewhere else (a malformed URI) is masked wherever it still shows.
+        for secret in libpqPasswords(url) where !secret.isEmpty && !removed.contains(secret) {
             text = text.replacingOccurrences(of: secret, with: "***")
+            let encoded = secret.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? secret
+            text = text.replacingOccurrences(of: encoded, with: "***")
         }
         return text
     }
