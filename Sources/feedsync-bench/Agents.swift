@@ -21,7 +21,7 @@ enum Agents {
         let posts = try args.int("posts", 10_000)
         try args.finish()
         guard !path.isEmpty else { throw BenchError("agent-writer needs --db PATH") }
-        let service = try FeedService(path: path)
+        let service = try FeedService(location: path)
         var random = BenchRandom(seed: 3)
         let interval = rate > 0 ? 1_000_000_000 / UInt64(rate) : 0
         let start = monotonicNanos()
@@ -46,7 +46,7 @@ enum Agents {
         let posts = try args.int("posts", 50)
         try args.finish()
         guard !path.isEmpty else { throw BenchError("agent-load needs --db PATH") }
-        let service = try FeedService(path: path)
+        let service = try FeedService(location: path)
         var random = BenchRandom(seed: UInt64(seed))
         var failures = 0
         for _ in 0..<ops {
@@ -75,7 +75,7 @@ enum Agents {
         try args.finish()
         guard !path.isEmpty else { throw BenchError("agent-crash needs --db PATH") }
         guard threads >= 1 else { throw BenchError("agent-crash needs --threads 1 or more") }
-        let service = try FeedService(path: path)
+        let service = try FeedService(location: path)
         @Sendable func loop(user: String, seed: UInt64) {
             var random = BenchRandom(seed: seed)
             while true {
@@ -102,7 +102,7 @@ enum Agents {
         let name = args.string("name", "agent")
         try args.finish()
         guard !path.isEmpty else { throw BenchError("agent-subscriber needs --db PATH") }
-        let service = try FeedService(path: path)
+        let service = try FeedService(location: path)
         _ = try service.backend.write(
             { tx in try tx.execute("CREATE TABLE IF NOT EXISTS agent_applied (subscriber TEXT NOT NULL, seq INTEGER NOT NULL)") },
             afterCommit: { _ in })

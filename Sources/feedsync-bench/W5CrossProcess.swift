@@ -86,7 +86,7 @@ enum W5CrossProcess {
         let directory = try TempDirectory()
         defer { directory.remove() }
         let path = directory.file("cross.sqlite")
-        let service = try FeedService(path: path)
+        let service = try FeedService(location: path)
         try service.seed(SeedPlan(posts: posts, users: users, likes: 0))
 
         let stamps = Stamps()

@@ -13,16 +13,15 @@ import Testing
 @Suite(.serialized) struct DurableSubscriberHardeningTests {
     // MARK: - Two instances under one name
 
-    @Test func transactionalInstancesSharingANameAcrossConnectionsAndProcessesApplyEachEventOnce() throws {
+    @Test(arguments: TestBackend.allCases)
+    func transactionalInstancesSharingANameAcrossConnectionsAndProcessesApplyEachEventOnce(on backend: TestBackend) throws {
         let bench = try benchExecutable()
         let dir = TemporaryDirectory()
-        let path = dir.file("feed.sqlite")
-        let service = try makeService(in: dir)
+        guard let path = try backend.makeLocation(in: dir) else { return }
+        let service = try makeService(at: path)
         // Its own connections and bridge: stands for another process inside this one.
-        let other = try FeedService(path: path)
-        try service.store.write { db in
-            try db.execute("CREATE TABLE IF NOT EXISTS agent_applied (subscriber TEXT NOT NULL, seq INTEGER NOT NULL)")
-        }
+        let other = try FeedService(location: path)
+        try service.executeSQL("CREATE TABLE IF NOT EXISTS agent_applied (subscriber TEXT NOT NULL, seq BIGINT NOT NULL)")
         // The same effect as the bench's `agent-subscriber`, so all three instances write to one table.
         let delivery = DurableSubscriber.Delivery.transactional { event, db in
             try db.run("INSERT INTO agent_applied (subscriber, seq) VALUES (?, ?)", "shared", event.seq)
@@ -61,13 +60,11 @@ import Testing
         second.stop()
 
         #expect(failures.values.isEmpty, "\(failures.values.prefix(3))")
-        let (applied, distinct, logSeqs) = try service.store.read { db in
-            (
-                try db.fetchAll("SELECT seq FROM agent_applied WHERE subscriber = 'shared' ORDER BY seq") { $0.int64(at: 0) },
-                try db.fetchInt64("SELECT count(DISTINCT seq) FROM agent_applied WHERE subscriber = 'shared'") ?? 0,
-                try EventLog(db).events(after: 0).map(\.seq)
-            )
-        }
+        let applied = try service.firstColumn("SELECT seq FROM agent_applied WHERE subscriber = 'shared' ORDER BY seq")
+            .compactMap(\.integer)
+        let distinct =
+            try service.firstColumn("SELECT count(DISTINCT seq) FROM agent_applied WHERE subscriber = 'shared'").first?.integer ?? 0
+        let logSeqs = try service.events(after: 0).map(\.seq)
         #expect(Int64(applied.count) == distinct, "\(Int64(applied.count) - distinct) events were applied twice")
         #expect(applied == logSeqs, "the applied sequence differs from the log")
         #expect(applied.count > 500)

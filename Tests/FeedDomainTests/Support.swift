@@ -11,7 +11,12 @@ import Foundation
 /// A seeded service on `backend` (3 users, 3 posts), or `nil` when that backend's test server is not configured.
 func makeService(in dir: TemporaryDirectory, on backend: TestBackend, bridge: EventBridge = EventBridge()) throws -> FeedService? {
     guard let location = try backend.makeLocation(in: dir) else { return nil }
-    return try withDependencies {
+    return try makeService(at: location, bridge: bridge)
+}
+
+/// A seeded service (3 users, 3 posts) on the database at `location` (a path or a URL).
+func makeService(at location: String, bridge: EventBridge = EventBridge()) throws -> FeedService {
+    try withDependencies {
         $0.date = .constant(Date(timeIntervalSince1970: 1_700_000_000))
         $0.uuid = .incrementing
     } operation: {

@@ -147,13 +147,14 @@ import Testing
         #expect(try service.check().isEmpty)
     }
 
-    @Test func pruningByAgeKeepsNewerEvents() throws {
+    @Test(arguments: TestBackend.allCases) func pruningByAgeKeepsNewerEvents(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
+        guard let location = try backend.makeLocation(in: dir) else { return }
         let clock = Box(Date(timeIntervalSince1970: 1_000))
         let service = try withDependencies {
             $0.date = DateGenerator { clock.withLock { $0 } }
         } operation: { () throws in
-            try FeedService(path: dir.file("feed.sqlite"))
+            try FeedService(location: location)
         }
         try service.createUser(id: "u")
         try service.createPost(id: "p", authorID: "u", body: "b")
@@ -166,11 +167,12 @@ import Testing
 }
 
 @Suite struct ChangeFeedTests {
-    @Test func changesFromAnotherConnectionReachTheBridgeInOrderOnce() throws {
+    @Test(arguments: TestBackend.allCases) func changesFromAnotherConnectionReachTheBridgeInOrderOnce(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
-        // A second service on the same file stands for another process: its own connections, its own bridge.
-        let other = try FeedService(path: dir.file("feed.sqlite"))
+        guard let location = try backend.makeLocation(in: dir) else { return }
+        let service = try makeService(at: location)
+        // A second service on the same database stands for another process: its own connections, its own bridge.
+        let other = try FeedService(location: location)
         let received = Recorder(service.bridge.changes)
         let likes = Recorder(service.bridge.likePublisher)
         let feed = ChangeFeed(service: service)
@@ -187,10 +189,11 @@ import Testing
         #expect(likes.values.count == 45)
     }
 
-    @Test func projectionsSeeOtherProcessesLikes() throws {
+    @Test(arguments: TestBackend.allCases) func projectionsSeeOtherProcessesLikes(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
-        let other = try FeedService(path: dir.file("feed.sqlite"))
+        guard let location = try backend.makeLocation(in: dir) else { return }
+        let service = try makeService(at: location)
+        let other = try FeedService(location: location)
         let feed = ChangeFeed(service: service)
         try feed.start()
         defer { feed.stop() }

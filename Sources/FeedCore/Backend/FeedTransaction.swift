@@ -65,6 +65,10 @@ public protocol FeedTransaction: AnyObject {
     // MARK: Durable subscribers
 
     /// A subscriber's stored position, or `nil` when it never stored one.
+    ///
+    /// In a write transaction it also makes every other write transaction that asks for the same subscriber's
+    /// position wait until this one ends, so two instances under one name never apply the same events (SQLite: the
+    /// single writer; PostgreSQL: a transaction-scoped advisory lock on the name).
     func subscriberPosition(for name: String) throws -> SubscriberPosition?
     /// Moves a subscriber's cursor forward to `seq` (never back); returns the cursor after the call.
     func advanceSubscriberCursor(_ seq: Int64, for name: String, at time: Date) throws -> Int64

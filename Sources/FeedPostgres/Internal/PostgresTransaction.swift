@@ -306,10 +306,22 @@ final class PostgresTransaction: FeedTransaction {
     }
 
     func subscriberPosition(for name: String) throws -> SubscriberPosition? {
+        if access == .write {
+            // Two instances under one name may run passes at once on different connections: under READ COMMITTED
+            // both would read the same cursor and apply the same events. A transaction-scoped advisory lock on the
+            // name (the two-key space, apart from the migrator's one-key lock) makes their passes take turns until
+            // COMMIT, as SQLite's single writer does; it works before the cursor row exists.
+            _ = try run(
+                "SELECT pg_advisory_xact_lock($1::integer, hashtext($2))",
+                [.integer(Int64(Self.subscriberLockSpace)), .text(name)])
+        }
         let result = try run("SELECT last_seq, bulk_generation FROM subscriber_cursors WHERE name = $1", [.text(name)])
         guard result.rowCount > 0 else { return nil }
         return SubscriberPosition(lastSeq: result.int64(0, 0) ?? 0, bulkGeneration: result.int64(0, 1) ?? 0)
     }
+
+    /// The first key of the advisory locks that serialize a durable subscriber's passes (`FeSu` in ASCII).
+    static let subscriberLockSpace: Int32 = 0x4665_5375
 
     func advanceSubscriberCursor(_ seq: Int64, for name: String, at time: Date) throws -> Int64 {
         try requireWritable()
