@@ -12,9 +12,9 @@ import Testing
 @Suite struct AsyncAPITests {
     // MARK: - Every command and query
 
-    @Test func everyCommandAndQueryHasAnAsyncFormWithTheSameResults() async throws {
+    @Test(arguments: TestBackend.allCases) func everyCommandAndQueryHasAnAsyncFormWithTheSameResults(on backend: TestBackend) async throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         let user = try await service.createUser(id: "user4", name: "Dee")
         #expect(user.id == "user4" && user.name == "Dee")
         let post = try await service.createPost(id: "post4", authorID: "user4", body: "hello")
@@ -69,9 +69,9 @@ import Testing
         #expect(try await service.status().posts == 50)
     }
 
-    @Test func asyncErrorsAreTheSameTypedErrors() async throws {
+    @Test(arguments: TestBackend.allCases) func asyncErrorsAreTheSameTypedErrors(on backend: TestBackend) async throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         await #expect(throws: FeedError.postNotFound("post9")) { try await service.like(userID: "user1", postID: "post9") }
         await #expect(throws: FeedError.userAlreadyExists("user1")) { try await service.createUser(id: "user1") }
         await #expect(throws: FeedError.invalidLimit(0, maximum: FeedService.maximumPageSize)) {
@@ -86,9 +86,9 @@ import Testing
         }
     }
 
-    @Test func asyncCommandsReturnAfterTheirEventsWereDelivered() async throws {
+    @Test(arguments: TestBackend.allCases) func asyncCommandsReturnAfterTheirEventsWereDelivered(on backend: TestBackend) async throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         let recorder = Recorder(service.bridge.changes)
         for _ in 0..<20 {
             let result = try await service.toggle(userID: "user1", postID: "post1")
@@ -255,9 +255,9 @@ import Testing
 
     // MARK: - Codable results
 
-    @Test func feedPageAndPostDetailRoundTripThroughJSON() async throws {
+    @Test(arguments: TestBackend.allCases) func feedPageAndPostDetailRoundTripThroughJSON(on backend: TestBackend) async throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         try await service.like(userID: "user2", postID: "post1")
         let page = try await service.feedPage(viewerID: "user2", limit: 2)
         let last = try await service.feedPage(viewerID: nil, before: page.nextCursor, limit: 10)
@@ -270,9 +270,9 @@ import Testing
         #expect(try JSONDecoder().decode(PostDetail.self, from: JSONEncoder().encode(detail)) == detail)
     }
 
-    @Test func feedPageJSONKeysAreStable() async throws {
+    @Test(arguments: TestBackend.allCases) func feedPageJSONKeysAreStable(on backend: TestBackend) async throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         let page = try await service.feedPage(viewerID: "user2", limit: 2)
         let cursor = try #require(page.nextCursor)
         let object = try jsonObject(page)
@@ -295,9 +295,9 @@ import Testing
         #expect(try JSONDecoder().decode(FeedPage.self, from: missing) == FeedPage(viewerID: nil, rows: [], nextCursor: nil))
     }
 
-    @Test func resultModelsRoundTripThroughJSON() async throws {
+    @Test(arguments: TestBackend.allCases) func resultModelsRoundTripThroughJSON(on backend: TestBackend) async throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         let like = try await service.like(userID: "user3", postID: "post2")
         let unchanged = try await service.like(userID: "user3", postID: "post2")
         let page = try await service.feedPage(viewerID: "user3")

@@ -9,9 +9,9 @@ import Foundation
 import Testing
 
 @Suite struct FeedChangesTests {
-    @Test func backlogThenLiveHandsOutEverySeqOnceInOrderWhileTwoThreadsWrite() async throws {
+    @Test(arguments: TestBackend.allCases) func backlogThenLiveHandsOutEverySeqOnceInOrderWhileTwoThreadsWrite(on backend: TestBackend) async throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)  // seqs 1...6
+        guard let service = try makeService(in: dir, on: backend) else { return }  // seqs 1...6
         // A backlog of several pages.
         _ = try await service.perform(Array(repeating: LikeCommand(.toggle, userID: "user1", postID: "post1"), count: 250))
         let perWriter = 300
@@ -35,9 +35,9 @@ import Testing
         #expect(result.largest <= 64)
     }
 
-    @Test func aBurstOfFiveThousandEventsArrivesInFewBatches() async throws {
+    @Test(arguments: TestBackend.allCases) func aBurstOfFiveThousandEventsArrivesInFewBatches(on backend: TestBackend) async throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         let (backlogDone, backlogSignal) = AsyncStream.makeStream(of: Void.self)
         let (burstDone, burstSignal) = AsyncStream.makeStream(of: Void.self)
         let consumer = Task {
@@ -68,9 +68,9 @@ import Testing
         #expect(result.calls <= 10, "5,000 events took \(result.calls) calls of next()")
     }
 
-    @Test func cancellingTheConsumingTaskEndsIterationAndDropsTheSubscription() async throws {
+    @Test(arguments: TestBackend.allCases) func cancellingTheConsumingTaskEndsIterationAndDropsTheSubscription(on backend: TestBackend) async throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         let (parked, parkedSignal) = AsyncStream.makeStream(of: Void.self)
         let iterator = service.changes(after: 0).makeAsyncIterator()
         weak let inbox = iterator.inbox
@@ -95,9 +95,9 @@ import Testing
         try await service.like(userID: "user1", postID: "post1")
     }
 
-    @Test func releasingTheIteratorDropsTheSubscription() async throws {
+    @Test(arguments: TestBackend.allCases) func releasingTheIteratorDropsTheSubscription(on backend: TestBackend) async throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         weak var inbox: ChangeInbox?
         do {
             var iterator = service.changes(after: 0).makeAsyncIterator()
@@ -109,9 +109,9 @@ import Testing
         #expect(inbox == nil, "the bridge still holds a released iterator's subscription")
     }
 
-    @Test func aTaskCancelledBeforeItsFirstNextGetsNothing() async throws {
+    @Test(arguments: TestBackend.allCases) func aTaskCancelledBeforeItsFirstNextGetsNothing(on backend: TestBackend) async throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         let consumer = Task {
             withUnsafeCurrentTask { $0?.cancel() }
             var iterator = service.changes(after: 0).makeAsyncIterator()
@@ -120,9 +120,9 @@ import Testing
         #expect(try await value(of: consumer, within: 20, "the consumer") == nil)
     }
 
-    @Test func readingPastPrunedEventsThrowsAClearError() async throws {
+    @Test(arguments: TestBackend.allCases) func readingPastPrunedEventsThrowsAClearError(on backend: TestBackend) async throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         #expect(try await service.pruneEvents(through: 4) == 4)
         var iterator = service.changes(after: 2).makeAsyncIterator()
         do {
@@ -137,9 +137,9 @@ import Testing
         #expect(try await fromMark.next()?.map(\.seq) == [5, 6])
     }
 
-    @Test func aGapBeforeTheBufferedEventsIsFilledFromTheLogAndRepeatsAreDropped() async throws {
+    @Test(arguments: TestBackend.allCases) func aGapBeforeTheBufferedEventsIsFilledFromTheLogAndRepeatsAreDropped(on backend: TestBackend) async throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         // Live events come from a subject the test controls instead of the bridge.
         let live = PassthroughPublisher<EventRecord, Never>()
         let changes = FeedChanges(service: service, after: 0, maximumBatch: 100, source: live.eraseToAnyPublisher())
@@ -157,11 +157,13 @@ import Testing
         #expect(try await iterator.next()?.map(\.seq) == [try #require(tenth.seq)])
     }
 
-    @Test func otherProcessesCommitsArriveThroughPublishCommittedEventsOrAChangeFeed() async throws {
+    @Test(arguments: TestBackend.allCases)
+    func otherProcessesCommitsArriveThroughPublishCommittedEventsOrAChangeFeed(on backend: TestBackend) async throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let location = try backend.makeLocation(in: dir) else { return }
+        let service = try makeService(at: location)
         // Another service on the same file, with its own bridge, stands in for another process.
-        let other = try FeedService(path: dir.file("feed.sqlite"))
+        let other = try FeedService(location: location)
         let (parked, parkedSignal) = AsyncStream.makeStream(of: Void.self)
         let consumer = ChangeInbox.$onPark.withValue({ parkedSignal.yield() }) {
             Task {
@@ -185,9 +187,9 @@ import Testing
         #expect(try await value(of: consumer, within: 30, "seq 9 through the change feed") == [7, 8, 9])
     }
 
-    @Test func aBadMaximumBatchThrowsOnTheFirstNext() async throws {
+    @Test(arguments: TestBackend.allCases) func aBadMaximumBatchThrowsOnTheFirstNext(on backend: TestBackend) async throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         var iterator = service.changes(after: 0, maximumBatch: 0).makeAsyncIterator()
         await #expect(throws: FeedError.invalidLimit(0, maximum: FeedChanges.maximumBatchLimit)) { try await iterator.next() }
         var single = service.changes(after: 0, maximumBatch: 1).makeAsyncIterator()
