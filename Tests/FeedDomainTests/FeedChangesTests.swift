@@ -9,7 +9,9 @@ import Foundation
 import Testing
 
 @Suite struct FeedChangesTests {
-    @Test(arguments: TestBackend.allCases) func backlogThenLiveHandsOutEverySeqOnceInOrderWhileTwoThreadsWrite(on backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.allCases) func backlogThenLiveHandsOutEverySeqOnceInOrderWhileTwoThreadsWrite(
+        on backend: TestBackend
+    ) async throws {
         let dir = TemporaryDirectory()
         guard let service = try makeService(in: dir, on: backend) else { return }  // seqs 1...6
         // A backlog of several pages.
@@ -68,7 +70,9 @@ import Testing
         #expect(result.calls <= 10, "5,000 events took \(result.calls) calls of next()")
     }
 
-    @Test(arguments: TestBackend.allCases) func cancellingTheConsumingTaskEndsIterationAndDropsTheSubscription(on backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.allCases) func cancellingTheConsumingTaskEndsIterationAndDropsTheSubscription(
+        on backend: TestBackend
+    ) async throws {
         let dir = TemporaryDirectory()
         guard let service = try makeService(in: dir, on: backend) else { return }
         let (parked, parkedSignal) = AsyncStream.makeStream(of: Void.self)
@@ -137,7 +141,9 @@ import Testing
         #expect(try await fromMark.next()?.map(\.seq) == [5, 6])
     }
 
-    @Test(arguments: TestBackend.allCases) func aGapBeforeTheBufferedEventsIsFilledFromTheLogAndRepeatsAreDropped(on backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.allCases) func aGapBeforeTheBufferedEventsIsFilledFromTheLogAndRepeatsAreDropped(
+        on backend: TestBackend
+    ) async throws {
         let dir = TemporaryDirectory()
         guard let service = try makeService(in: dir, on: backend) else { return }
         // Live events come from a subject the test controls instead of the bridge.
