@@ -18,12 +18,13 @@ import Testing
 @Suite(.serialized) struct ConcurrencyStressTests {
     /// Projections on shared screens, direct commands, a ChangeFeed fed by a child process and an app subscriber
     /// that sends actions from inside deliveries.
-    @Test func screensCommandsAnotherProcessAndSubscribersTogetherNeverStallAndMatchTheDatabase() throws {
+    @Test(arguments: TestBackend.allCases)
+    func screensCommandsAnotherProcessAndSubscribersTogetherNeverStallAndMatchTheDatabase(on backend: TestBackend) throws {
         let size = StressSize.fromEnvironment()
         let bench = try benchExecutable()
         let dir = TemporaryDirectory("feedsync-stress")
-        let path = dir.file("feed.sqlite")
-        let service = try FeedService(path: path)
+        guard let path = try backend.makeLocation(in: dir) else { return }
+        let service = try FeedService(location: path)
         try service.seed(SeedPlan(posts: size.posts, users: size.users, likes: size.seededLikes))
         let baseline = try service.status().lastSeq
         print("ConcurrencyStressTests: \(size)")
@@ -274,7 +275,9 @@ import Testing
     ) {
         Watchdog.abandon(objects)
         Issue.record(
-            Comment(rawValue: report + "\nThe stuck threads are left behind; their database stays at \(databasePath)."),
+            Comment(
+                rawValue: report
+                    + "\nThe stuck threads are left behind; their database stays at \(FeedLocation.redacted(databasePath))."),
             sourceLocation: sourceLocation)
     }
 

@@ -189,6 +189,53 @@ import Testing
         #expect(likes.values.count == 45)
     }
 
+    /// Two services on one database (two processes' worth of connections), each written by two threads at once —
+    /// one creating posts (its own transactions, committing concurrently on PostgreSQL), one toggling (group
+    /// commit) — with a change feed each: both bridges deliver every seq once, in order, whatever order the
+    /// commits handed their ranges to the sequencer.
+    @Test(arguments: TestBackend.allCases)
+    func concurrentWritersOnTwoServicesReachEveryBridgeInSeqOrderOnce(on backend: TestBackend) throws {
+        let dir = TemporaryDirectory()
+        guard let location = try backend.makeLocation(in: dir) else { return }
+        let first = try makeService(at: location)
+        let second = try FeedService(location: location)
+        let received = [Recorder(first.bridge.changes), Recorder(second.bridge.changes)]
+        let feeds = [ChangeFeed(service: first), ChangeFeed(service: second)]
+        for feed in feeds { try feed.start() }
+        defer { for feed in feeds { feed.stop() } }
+        let baseline = try first.status().lastSeq
+        let failures = LockedLog<String>()
+        let done = DispatchGroup()
+        for (index, service) in [first, second].enumerated() {
+            for role in 0..<2 {
+                done.enter()
+                Thread {
+                    defer { done.leave() }
+                    for i in 0..<100 {
+                        do {
+                            if role == 0 {
+                                _ = try service.createPost(id: "p\(index)-\(i)", authorID: "user1", body: "body")
+                            } else {
+                                _ = try service.toggle(userID: "user\(1 + index)", postID: "post\(1 + i % 3)")
+                            }
+                        } catch {
+                            failures.append("\(error)")
+                        }
+                    }
+                }.start()
+            }
+        }
+        try #require(done.wait(timeout: .now() + 120) == .success, "the writers did not finish in 120 s")
+        #expect(failures.values.isEmpty, "\(failures.values.prefix(3))")
+        let last = try first.status().lastSeq
+        #expect(last == baseline + 400)
+        for recorder in received {
+            #expect(recorder.wait(seconds: 30) { $0.last?.seq == last })
+            #expect(recorder.values.map(\.seq) == Array((baseline + 1)...last))
+        }
+        #expect(try first.check().isEmpty)
+    }
+
     @Test(arguments: TestBackend.allCases) func projectionsSeeOtherProcessesLikes(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
         guard let location = try backend.makeLocation(in: dir) else { return }

@@ -43,6 +43,15 @@ public protocol FeedTransaction: AnyObject {
 
     // MARK: The event log
 
+    /// Takes this transaction's turn at the event log now, before it changes anything: call it first in every
+    /// transaction that will append events.
+    ///
+    /// Event-writing transactions commit one at a time in seq order on every backend. Taking that turn first means
+    /// every such transaction takes its locks in the same order — the log, then rows — so two of them never
+    /// deadlock (PostgreSQL: the `event_log_head` row lock; without it, a transaction holding the head and waiting
+    /// for a post's row, and another holding that row and waiting for the head, deadlocked). SQLite: nothing to do,
+    /// its write transactions are already one at a time.
+    func reserveEventLog() throws
     /// Appends an event in this transaction and returns it with its seq.
     ///
     /// Seqs are dense and in commit order on every backend: once a reader has read through seq P, no event at

@@ -173,6 +173,7 @@ final class GroupCommit: Sendable {
             _ = try backend.write(
                 { tx -> (after: Int64, events: [EventRecord]) in
                     var events: [EventRecord] = []
+                    try tx.reserveEventLog()
                     if batch.count == 1 {
                         // Alone: the transaction itself isolates the unit; no savepoint to pay for.
                         let unit = batch[0]

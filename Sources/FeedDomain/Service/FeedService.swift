@@ -211,6 +211,7 @@ public final class FeedService: Sendable {
             result = try backend.write(
                 { tx -> (value: T, after: Int64, events: [EventRecord]) in
                     var events: [EventRecord] = []
+                    try tx.reserveEventLog()
                     let value = try body(tx, &events)
                     // Other processes' events committed since the highest seq known here go out first.
                     let after = try sequencer.completeRange(&events, in: tx) ?? 0

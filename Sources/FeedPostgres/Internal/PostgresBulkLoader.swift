@@ -53,6 +53,9 @@ final class PostgresBulkLoader: FeedBulkLoader {
         self.connection = connection
         self.location = location
         do {
+            // The log head first, as every event-writing transaction takes it first: a writer holding the head and
+            // waiting for a table this load locked, while the load waits for the head, would deadlock.
+            try connection.execute("SELECT last_seq FROM event_log_head WHERE id = 1 FOR UPDATE")
             try connection.execute("LOCK TABLE users, posts, likes IN EXCLUSIVE MODE")
             try connection.execute("ALTER TABLE likes DISABLE TRIGGER likes_count_insert")
             let keys = try connection.execute(
@@ -134,8 +137,8 @@ final class PostgresBulkLoader: FeedBulkLoader {
                     FROM (SELECT post_key, count(*) AS n FROM likes GROUP BY post_key) c
                     WHERE p.post_key = c.post_key AND p.like_count <> c.n
                     """)
-                // The head row's lock makes `bulk_through` exactly the last seq committed before this load: an
-                // event-writing transaction in flight commits first, one that starts later waits for this one.
+                // The head row, locked since the load began, makes `bulk_through` exactly the last seq committed
+                // before this load: an event-writing transaction in flight committed first, later ones wait.
                 let head = try connection.execute("SELECT last_seq FROM event_log_head WHERE id = 1 FOR UPDATE").scalarInt64 ?? 0
                 try connection.execute(
                     """

@@ -218,6 +218,13 @@ final class PostgresTransaction: FeedTransaction {
 
     // MARK: - The event log
 
+    /// Locks the `event_log_head` row now (`FOR UPDATE`, held to the end of the transaction), before any other row,
+    /// so that event-writing transactions all lock in the same order and never deadlock on each other.
+    func reserveEventLog() throws {
+        try requireWritable()
+        _ = try run("SELECT last_seq FROM event_log_head WHERE id = 1 FOR UPDATE")
+    }
+
     /// Appends an event: takes the next seq from `event_log_head` and inserts the event, in one statement.
     ///
     /// The `UPDATE` locks the head row until this transaction ends, which is the ordering cure: another

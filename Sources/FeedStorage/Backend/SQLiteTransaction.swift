@@ -74,6 +74,9 @@ public final class SQLiteTransaction: FeedTransaction {
 
     // MARK: - The event log
 
+    /// Nothing to do: an IMMEDIATE transaction already holds SQLite's only write lock.
+    public func reserveEventLog() throws {}
+
     public func appendEvent(kind: EventKind, userID: String, postID: String?, likeCount: Int?, at time: Date) throws -> EventRecord {
         try EventLog(connection).append(kind: kind, userID: userID, postID: postID, likeCount: likeCount, at: time)
     }
