@@ -5,6 +5,7 @@
 #   url=$(.ci/postgres-server.sh start DIR)   # DIR must not exist or be empty
 #   export FEEDSYNC_TEST_POSTGRES_URL=$url
 #   ...
+#   .ci/postgres-server.sh restart DIR        # crash-restarts it (for fault tests); same port and password
 #   .ci/postgres-server.sh stop DIR           # stops the server and removes DIR
 #
 # start creates a new cluster in DIR/data (initdb, UTF8, locale C), starts it and waits until it accepts
@@ -24,13 +25,16 @@
 # initdb and postgres refuse to run as root, so as root they run as the `postgres` system user
 # (runuser -u postgres --); DIR's parent must then be searchable by that user (e.g. a `mktemp -d` with chmod 755).
 # The binaries are the newest /usr/lib/postgresql/*/bin, or PG_BIN if set, or initdb's directory on PATH.
+# `restart` stops the server with `pg_ctl restart -m immediate` — every backend is killed at once, no checkpoint,
+# as after a crash — and starts it again with the same settings and port, then waits (at most 30 s) until it
+# accepts connections; it prints nothing on stdout and never the password. Tests use it for server-restart faults.
 # `stop` only deletes a DIR that `start` made (it holds the marker file .feedsync-postgres) or an empty one.
 set +x # never trace: the URL carries the password
 set -euo pipefail
 
 me=postgres-server.sh
 die() { echo "$me: $*" >&2; exit 1; }
-usage() { echo "usage: $0 start DIR | stop DIR" >&2; exit 2; }
+usage() { echo "usage: $0 start DIR | restart DIR | stop DIR" >&2; exit 2; }
 [ $# -eq 2 ] || usage
 command=$1
 dir=$(realpath -m -- "$2")
@@ -175,6 +179,30 @@ EOF
     printf '%s\n' "$url"
 }
 
+# --- restart ---------------------------------------------------------------------------------------------------
+restart_server() {
+    [ -f "$marker" ] || die "$dir was not made by '$me start' (no .feedsync-postgres)"
+    [ -f "$dir/data/postmaster.pid" ] || die "no server is running in $dir"
+    # The port is the one the server was started with (line 4 of postmaster.pid); pg_ctl restart reuses the options.
+    local port
+    port=$(sed -n 4p "$dir/data/postmaster.pid")
+    [[ $port =~ ^[0-9]+$ ]] || die "cannot read the server's port from $dir/data/postmaster.pid"
+    if ! as_server "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -m immediate -w -t 30 restart >/dev/null 2>&1; then
+        show_log
+        die "pg_ctl restart failed"
+    fi
+    local _
+    for _ in $(seq 1 60); do
+        if "$bin/pg_isready" -q -h 127.0.0.1 -p "$port" -t 1; then
+            echo "$me: restarted the server on 127.0.0.1:$port (immediate shutdown, crash recovery)" >&2
+            return 0
+        fi
+        sleep 0.5
+    done
+    show_log
+    die "the server did not accept connections on 127.0.0.1:$port within 30 s of the restart"
+}
+
 cleanup_failed_start() {
     local status=$?
     if [ "$status" -ne 0 ]; then
@@ -192,6 +220,7 @@ show_log() {
 
 case $command in
     start) start_server ;;
+    restart) restart_server ;;
     stop) stop_server ;;
     *) usage ;;
 esac
