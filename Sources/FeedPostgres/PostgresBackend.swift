@@ -36,7 +36,7 @@ public final class PostgresBackend: FeedBackend {
     public let options: PostgresOptions
     /// The migrations its schema was brought to (or checked against).
     public let migrator: PostgresMigrator
-    private let url: String
+    let url: String
     private let pool: ConnectionPool
     private let writers = WritingThreads()
 

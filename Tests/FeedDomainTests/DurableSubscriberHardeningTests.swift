@@ -70,6 +70,35 @@ import Testing
         #expect(applied.count > 500)
     }
 
+    /// An exclusive subscriber holds its name: a second instance on other connections (another process's) cannot
+    /// start or catch up under it until the first stops; instances that do not ask for exclusivity are unaffected.
+    @Test(arguments: TestBackend.allCases) func anExclusiveNameIsHeldByOneInstanceAtATime(on backend: TestBackend) throws {
+        let dir = TemporaryDirectory()
+        guard let location = try backend.makeLocation(in: dir) else { return }
+        let service = try makeService(at: location)
+        let other = try FeedService(location: location)
+        let applied = LockedLog<Int64>()
+        let first = DurableSubscriber(name: "mailer", service: service, delivery: .atLeastOnce { applied.append($0.seq) }, exclusive: true)
+        let second = DurableSubscriber(name: "mailer", service: other, delivery: .atLeastOnce { applied.append($0.seq) }, exclusive: true)
+        try first.start()
+        #expect(throws: FeedError.subscriberTaken("mailer")) { try second.start() }
+        #expect(throws: FeedError.subscriberTaken("mailer")) { try second.catchUp() }
+        #expect(FeedError.subscriberTaken("mailer").category == .busy)
+        let shared = DurableSubscriber(name: "mailer", service: other, delivery: .atLeastOnce { _ in })
+        #expect(try shared.catchUp() == 0)  // not exclusive: takes turns on the shared cursor, holds nothing
+        let other2 = DurableSubscriber(name: "digest", service: other, delivery: .atLeastOnce { _ in }, exclusive: true)
+        try other2.start()
+        other2.stop()
+        first.stop()
+        _ = try service.toggle(userID: "user1", postID: "post1")
+        try second.start()  // the name is free again; it catches up from the shared cursor
+        #expect(throws: FeedError.subscriberTaken("mailer")) { try first.start() }
+        second.stop()
+        try first.start()
+        first.stop()
+        #expect(applied.values == Array(1...(try service.status().lastSeq)))
+    }
+
     @Test func atLeastOnceInstancesSharingANameMissNothingAndNeverMoveTheCursorBack() throws {
         let dir = TemporaryDirectory()
         let service = try makeService(in: dir)

@@ -40,6 +40,7 @@ struct CLIError: Error, Sendable, Hashable {
         case .invalidValue, .invalidLimit: "\(error)."
         case .storage(let storage): describe(storage)
         case .databaseReplaced: "\(error)."
+        case .subscriberTaken: "\(error). Stop the other instance, or try again later."
         }
     }
 

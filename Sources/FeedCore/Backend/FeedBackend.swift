@@ -53,6 +53,15 @@ public protocol FeedBackend: AnyObject, Sendable {
     /// - Throws: ``StorageError`` when the watch cannot be set up (an in-memory database has no other processes).
     func makeChangeWatch(watchFiles: Bool) throws -> any FeedChangeWatch
 
+    /// Takes `name` for this holder if no other holder — in this process or another, on this machine or another —
+    /// has it; `nil` when one does.
+    ///
+    /// For roles one process must play alone, such as an exclusive durable subscriber. SQLite: an exclusive
+    /// `flock(2)` on a lock file next to the database (process-local for an in-memory database). PostgreSQL: a
+    /// session-level advisory lock on a dedicated connection; if that connection is lost, the server releases the
+    /// lock.
+    func tryHold(name: String) throws -> (any FeedNameLease)?
+
     /// Closes every connection; later calls fail.
     func close()
 }

@@ -23,6 +23,9 @@ public enum FeedError: Error, Sendable, Hashable {
     /// The database file being followed was deleted or replaced by another file (its device and inode changed):
     /// the follower keeps reading the old file and would never see the new one's changes. Reopen to follow it.
     case databaseReplaced(path: String)
+    /// An exclusive durable subscriber of this name runs elsewhere (another instance, process or machine); only one
+    /// may hold the name at a time. Retry after it stopped.
+    case subscriberTaken(String)
 
     /// The broad kind of failure, for exit statuses and retry decisions.
     public enum Category: Sendable, Hashable {
@@ -39,7 +42,7 @@ public enum FeedError: Error, Sendable, Hashable {
     public var category: Category {
         switch self {
         case .userNotFound, .postNotFound, .userAlreadyExists, .postAlreadyExists, .invalidValue, .invalidLimit: .data
-        case .storage(.busy), .storage(.connectionLost), .storage(.timedOut): .busy
+        case .storage(.busy), .storage(.connectionLost), .storage(.timedOut), .subscriberTaken: .busy
         case .storage(.constraintViolation), .storage(.userNotFound), .storage(.postNotFound),
             .storage(.userAlreadyExists), .storage(.postAlreadyExists):
             .data
@@ -82,6 +85,8 @@ extension FeedError: CustomStringConvertible {
             value.isEmpty ? "invalid \(field): \(reason)" : "invalid \(field) \(FeedError.quoted(value)): \(reason)"
         case .invalidLimit(let limit, let maximum): "invalid limit \(limit): use 1 to \(maximum)"
         case .storage(let error): error.description
+        case .subscriberTaken(let name):
+            "durable subscriber \(FeedError.quoted(name)) runs elsewhere; only one instance may hold the name at a time"
         case .databaseReplaced(let path):
             "the database file \(FeedError.quoted(path)) was deleted or replaced while it was followed; start again to follow the new file"
         }

@@ -73,19 +73,25 @@ public final class DurableSubscriber: Sendable {
     ///   - delivery: where the effect lives.
     ///   - rebuild: rebuilds the effect's state from the tables after pruning or a bulk load; runs in a write
     ///     transaction.
+    ///   - exclusive: hold the name while running, so that one instance at a time — in any process, on any
+    ///     machine using the database — runs under it; another instance's ``start()`` or ``catchUp()`` fails with
+    ///     ``FeedError/subscriberTaken(_:)`` until this one stops (``FeedBackend/tryHold(name:)``). By default
+    ///     instances may share a name: they share the cursor and take turns.
     public init(
         name: String,
         service: FeedService,
         batchSize: Int = 1000,
         delivery: Delivery,
-        rebuild: (@Sendable (any FeedTransaction) throws -> Void)? = nil
+        rebuild: (@Sendable (any FeedTransaction) throws -> Void)? = nil,
+        exclusive: Bool = false
     ) {
         precondition(batchSize > 0, "API Violation: batchSize must be positive")
         self.name = name
         let signals = SealedSubject<Signal>()
         signalHandle = signals.publisher
         let engine = Engine(
-            name: name, service: service, batchSize: batchSize, delivery: delivery, rebuild: rebuild, signals: signals)
+            name: name, service: service, batchSize: batchSize, delivery: delivery, rebuild: rebuild, signals: signals,
+            exclusive: exclusive)
         self.engine = { _ in engine }
     }
 
@@ -148,6 +154,9 @@ public final class DurableSubscriber: Sendable {
         /// Where signals go out.
         private let signals: SealedSubject<Signal>
         private let live = Locked<LiveState>(LiveState())
+        private let exclusive: Bool
+        /// The held name of an exclusive subscriber, from its first `start()` or `catchUp()` until `stop()`.
+        private let lease = Locked<(any FeedNameLease)?>(nil)
 
         private struct LiveState {
             /// The bridge subscription while following live changes.
@@ -167,12 +176,11 @@ public final class DurableSubscriber: Sendable {
             case needsRebuild(cursor: Int64, through: Int64)
         }
 
-        /// Thrown inside a batch to stop reading the log; caught before the transaction ends.
-
         init(
             name: String, service: FeedService, batchSize: Int, delivery: Delivery,
-            rebuild: (@Sendable (any FeedTransaction) throws -> Void)?, signals: SealedSubject<Signal>
+            rebuild: (@Sendable (any FeedTransaction) throws -> Void)?, signals: SealedSubject<Signal>, exclusive: Bool
         ) {
+            self.exclusive = exclusive
             self.name = name
             self.service = service
             self.batchSize = batchSize
@@ -190,7 +198,26 @@ public final class DurableSubscriber: Sendable {
             }
         }
 
+        /// For an exclusive subscriber, holds its name (once); other holders make it fail with `subscriberTaken`.
+        private func holdNameIfExclusive() throws(FeedError) {
+            guard exclusive, lease.withLock({ $0 == nil }) else { return }
+            let taken: (any FeedNameLease)?
+            do {
+                taken = try service.backend.tryHold(name: "subscriber/" + name)
+            } catch {
+                throw FeedError.wrap(error, value: name)
+            }
+            guard let taken else { throw FeedError.subscriberTaken(name) }
+            let duplicate = lease.withLock { held -> (any FeedNameLease)? in
+                guard held == nil else { return taken }
+                held = taken
+                return nil
+            }
+            duplicate?.release()
+        }
+
         func start() throws(FeedError) {
+            try holdNameIfExclusive()
             let needsSubscription = live.withLock { $0.subscription == nil }
             if needsSubscription {
                 let subscription = service.bridge.changes.sink { [weak self] _ in self?.schedulePass(liveOnly: true) }
@@ -213,6 +240,11 @@ public final class DurableSubscriber: Sendable {
             // Cancelling waits only for a delivery into this subscription's sink on another thread, and that sink
             // only schedules a pass: it never blocks.
             subscription?.cancel()
+            let held = lease.withLock { held in
+                defer { held = nil }
+                return held
+            }
+            held?.release()
         }
 
         func catchUp() throws(FeedError) -> Int {
@@ -221,6 +253,7 @@ public final class DurableSubscriber: Sendable {
             }
             // The pass in progress on this thread goes on to the end of the log (unless stopped).
             if insideOwnPass { return 0 }
+            try holdNameIfExclusive()
             if !DrainContext.mayWait(for: .subscriberPass) {
                 // Another subscriber's pass (it may hold the writer inside its transaction) or a delivery or
                 // projection callback (a pass may wait for delivery): waiting here could close a cycle of waits.
