@@ -113,7 +113,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "feedsync-bench",
-            dependencies: ["FeedSync"],
+            dependencies: ["FeedSync", .target(name: "FeedPostgres", condition: .when(traits: ["PostgreSQL"]))],
             swiftSettings: strictSettings
         ),
 

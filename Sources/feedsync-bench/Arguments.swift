@@ -1,6 +1,7 @@
 import Foundation
 
-/// `SUBCOMMAND [--flag value]...`: every flag must be read, so a typo is an error.
+/// `SUBCOMMAND [--flag value | --switch]...`: every flag must be read, so a typo is an error. A flag followed by
+/// another flag (or by nothing) is a switch, read with ``flag(_:)``.
 final class Arguments {
     let command: String
     private var values: [String: String] = [:]
@@ -11,8 +12,12 @@ final class Arguments {
         self.command = command
         var rest = argv.dropFirst()
         while let flag = rest.popFirst() {
-            guard flag.hasPrefix("--"), let value = rest.popFirst() else { throw BenchError("expected --flag value, got \(flag)") }
-            values[String(flag.dropFirst(2))] = value
+            guard flag.hasPrefix("--"), flag.count > 2 else { throw BenchError("expected --flag value, got \(flag)") }
+            if let next = rest.first, !next.hasPrefix("--") {
+                values[String(flag.dropFirst(2))] = rest.removeFirst()
+            } else {
+                values[String(flag.dropFirst(2))] = ""
+            }
         }
         unread = Set(values.keys)
     }
@@ -25,6 +30,14 @@ final class Arguments {
     func optionalString(_ name: String) -> String? {
         unread.remove(name)
         return values[name]
+    }
+
+    /// Whether the switch `--name` was given (`--name` alone; a value after it is refused).
+    func flag(_ name: String) throws -> Bool {
+        unread.remove(name)
+        guard let value = values[name] else { return false }
+        guard value.isEmpty else { throw BenchError("--\(name) takes no value, got \(value)") }
+        return true
     }
 
     func int(_ name: String, _ defaultValue: Int) throws -> Int {

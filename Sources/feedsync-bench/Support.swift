@@ -93,14 +93,15 @@ struct ToggleStream {
     /// The ops in order, as (user number, post number).
     let pairs: [(user: Int, post: Int)]
 
-    init(count: Int, users: Int, posts: Int) {
+    /// `hotPost`: every op goes to post 1 (the stream is drawn as usual, so the users are the same).
+    init(count: Int, users: Int, posts: Int, hotPost: Bool = false) {
         var random = BenchRandom(seed: 3)
         var pairs: [(user: Int, post: Int)] = []
         pairs.reserveCapacity(count)
         for _ in 0..<count {
             let user = 1 + random.next(users)
             let post = 1 + random.next(posts)
-            pairs.append((user, post))
+            pairs.append((user, hotPost ? 1 : post))
         }
         self.pairs = pairs
     }

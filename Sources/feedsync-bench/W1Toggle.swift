@@ -2,19 +2,29 @@ import FeedSync
 import Foundation
 
 /// W1: toggles from the toggle stream through `FeedService.toggle` (`--batch 1`) or `perform` (N per transaction).
+///
+/// `--clients N` (N > 1, batch 1) makes the ops from N OS threads at once, as W7 does (thread k makes ops i with
+/// i % N == k), each op one `toggle` call: W1 "at N concurrent clients", to put beside pgbench's `-c N`.
+/// `--hot-post` sends every op to `post1` (the users still come from the toggle stream): one contended post row.
+/// `--db URL` runs it on a fresh PostgreSQL database (``BackendChoice``).
 enum W1Toggle {
     static func run(_ args: Arguments) throws -> Bool {
         let posts = try args.int("posts", 10_000)
         let users = try args.int("users", 1_000)
         let opCount = try args.int("ops", 20_000)
         let batch = max(1, try args.int("batch", 1))
+        let clients = max(1, try args.int("clients", 1))
+        let hotPost = try args.flag("hot-post")
+        let backend = try BackendChoice(args)
         try args.finish()
+        guard clients == 1 || batch == 1 else { throw BenchError("--clients N needs --batch 1") }
 
-        let directory = try TempDirectory()
-        defer { directory.remove() }
-        let service = try FeedService(path: directory.file("toggle.sqlite"))
+        let database = try backend.makeDatabase(file: "toggle.sqlite")
+        defer { database.remove() }
+        let service = try database.open()
+        defer { service.close() }
 
-        let stream = ToggleStream(count: opCount, users: users, posts: posts)
+        let stream = ToggleStream(count: opCount, users: users, posts: posts, hotPost: hotPost)
         let commands = stream.commands
         let expected = stream.simulate()
 
@@ -23,8 +33,16 @@ enum W1Toggle {
         let seedSeconds = seconds(since: start)
 
         var unlikes = 0
+        var failures: [String] = []
+        var elapsed = 0.0
         start = monotonicNanos()
-        if batch == 1 {
+        if clients > 1 {
+            let outcome = ToggleThreads(service: service, commands: commands, threads: clients, serialize: false).run()
+            elapsed = outcome.seconds
+            unlikes = outcome.unlikes
+            failures = outcome.failures
+            if let failure = failures.first { note("w1: \(failures.count) calls failed, first: \(failure)") }
+        } else if batch == 1 {
             for command in commands {
                 let result = try service.toggle(userID: command.userID, postID: command.postID)
                 if !result.liked { unlikes += 1 }
@@ -37,16 +55,19 @@ enum W1Toggle {
                 index = end
             }
         }
-        let elapsed = seconds(since: start)
+        if clients == 1 { elapsed = seconds(since: start) }
 
         let totals = try ToggleTotals(service)
         let ok =
-            totals.likes == expected.likes && totals.likeCountTotal == Int64(expected.likes)
+            failures.isEmpty && totals.likes == expected.likes && totals.likeCountTotal == Int64(expected.likes)
             && unlikes == expected.unlikes && totals.likedByUser1 == expected.likedByUser1
 
         var line = JSONLine()
         line.add("workload", "w1")
         line.add("impl", "feedsync")
+        line.add("backend", backend.name)
+        line.add("clients", clients)
+        if hotPost { line.add("hot_post", true) }
         line.add("posts", posts)
         line.add("users", users)
         line.add("ops", opCount)

@@ -12,12 +12,14 @@ enum W2Page {
         let likeCount = try args.int("likes", 1_000_000)
         let users = try args.int("users", 10_000)
         let queryCount = try args.int("queries", 2_000)
+        let backend = try BackendChoice(args)
         try args.finish()
         let isDefault = postCount == 100_000 && likeCount == 1_000_000 && users == 10_000 && queryCount == 2_000
 
-        let directory = try TempDirectory()
-        defer { directory.remove() }
-        let service = try FeedService(path: directory.file("page.sqlite"))
+        let database = try backend.makeDatabase(file: "page.sqlite")
+        defer { database.remove() }
+        let service = try database.open()
+        defer { service.close() }
 
         // The query stream (seed 4), as our API's values, built before timing.
         var random = BenchRandom(seed: 4)
@@ -58,6 +60,8 @@ enum W2Page {
         var line = JSONLine()
         line.add("workload", "w2")
         line.add("impl", "feedsync")
+        line.add("backend", backend.name)
+        line.add("clients", 1)
         line.add("posts", postCount)
         line.add("likes", likeCount)
         line.add("users", users)

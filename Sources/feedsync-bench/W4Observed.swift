@@ -40,11 +40,13 @@ enum W4Observed {
         let posts = try args.int("posts", 10_000)
         let users = try args.int("users", 1_000)
         let opCount = try args.int("ops", 20_000)
+        let backend = try BackendChoice(args)
         try args.finish()
 
-        let directory = try TempDirectory()
-        defer { directory.remove() }
-        let service = try FeedService(path: directory.file("observed.sqlite"))
+        let database = try backend.makeDatabase(file: "observed.sqlite")
+        defer { database.remove() }
+        let service = try database.open()
+        defer { service.close() }
 
         let stream = ToggleStream(count: opCount, users: users, posts: posts)
         let commands = stream.commands
@@ -77,6 +79,8 @@ enum W4Observed {
         var line = JSONLine()
         line.add("workload", "w4")
         line.add("impl", "feedsync")
+        line.add("backend", backend.name)
+        line.add("clients", 1)
         line.add("observer", "bridge")
         line.add("posts", posts)
         line.add("users", users)

@@ -35,11 +35,13 @@ enum W6CatchUp {
         let batchSize = max(1, try args.int("batch", 1_000))
         let posts = try args.int("posts", 100)
         let users = try args.int("users", 10)
+        let backend = try BackendChoice(args)
         try args.finish()
 
-        let directory = try TempDirectory()
-        defer { directory.remove() }
-        let service = try FeedService(path: directory.file("log.sqlite"))
+        let database = try backend.makeDatabase(file: "log.sqlite")
+        defer { database.remove() }
+        let service = try database.open()
+        defer { service.close() }
         try service.seed(SeedPlan(posts: posts, users: users, likes: 0))
 
         // Every toggle changes something, so N toggles append exactly N events.
@@ -96,6 +98,8 @@ enum W6CatchUp {
         var line = JSONLine()
         line.add("workload", "w6")
         line.add("impl", "feedsync")
+        line.add("backend", backend.name)
+        line.add("clients", 1)
         line.add("events", events)
         line.add("users", users)
         line.add("posts", posts)

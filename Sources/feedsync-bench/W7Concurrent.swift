@@ -17,6 +17,7 @@ enum W7Concurrent {
         let users = try args.int("users", 1_000)
         let opCount = try args.int("ops", 20_000)
         let writer = args.string("writer", "group")
+        let backend = try BackendChoice(args)
         guard writer == "group" || writer == "mutex" else { throw BenchError("--writer must be group or mutex") }
         try args.finish()
 
@@ -28,7 +29,7 @@ enum W7Concurrent {
         for threads in threadCounts {
             let ok = try measure(
                 threads: threads, posts: posts, users: users, commands: commands, expected: expected,
-                serialize: writer == "mutex")
+                serialize: writer == "mutex", backend: backend)
             allOK = allOK && ok
         }
         return allOK
@@ -37,11 +38,12 @@ enum W7Concurrent {
     /// One run at `threads` threads on a fresh database; prints its JSON line.
     private static func measure(
         threads: Int, posts: Int, users: Int, commands: [LikeCommand],
-        expected: (likes: Int, unlikes: Int, likedByUser1: Set<String>), serialize: Bool
+        expected: (likes: Int, unlikes: Int, likedByUser1: Set<String>), serialize: Bool, backend: BackendChoice
     ) throws -> Bool {
-        let directory = try TempDirectory()
-        defer { directory.remove() }
-        let service = try FeedService(path: directory.file("toggle.sqlite"))
+        let database = try backend.makeDatabase(file: "toggle.sqlite")
+        defer { database.remove() }
+        let service = try database.open()
+        defer { service.close() }
 
         let start = monotonicNanos()
         try service.seed(SeedPlan(posts: posts, users: users, likes: 0))
@@ -63,8 +65,10 @@ enum W7Concurrent {
         var line = JSONLine()
         line.add("workload", "w7")
         line.add("impl", "feedsync")
+        line.add("backend", backend.name)
         line.add("writer", serialize ? "mutex" : "group")
         line.add("threads", threads)
+        line.add("clients", threads)
         line.add("posts", posts)
         line.add("users", users)
         line.add("ops", commands.count)
@@ -90,8 +94,8 @@ enum W7Concurrent {
     }
 }
 
-/// The T threads of one W7 run, their start barrier and what they report.
-private final class ToggleThreads: Sendable {
+/// The T threads of one W7 run (and of W1 with `--clients`), their start barrier and what they report.
+final class ToggleThreads: Sendable {
     /// What the threads report, behind the mutex; read by the driver after the finish line.
     private struct Tally {
         var waiting: Int
