@@ -39,6 +39,8 @@ public final class PostgresBackend: FeedBackend {
     let url: String
     private let pool: ConnectionPool
     private let writers = WritingThreads()
+    /// Announces this backend's commits to other processes' change watches (``PostgresOpenMode/migrate`` only).
+    let notifier: PostgresNotifier?
 
     /// Connects to the database at `url`, validates its schema and, in ``PostgresOpenMode/migrate``, migrates it.
     ///
@@ -79,6 +81,17 @@ public final class PostgresBackend: FeedBackend {
             _ = try migrator.validate(session, location: location)
         }
         let readOnly = true
+        if mode == .migrate {
+            let notifier = PostgresNotifier { () throws(PostgresFailure) in
+                try PostgresConnection.open(
+                    url: url, applicationName: "feedsync-notify", connectTimeout: options.connectTimeout,
+                    statementTimeout: options.statementTimeout, readOnlyByDefault: readOnly)
+            }
+            notifier.start()
+            self.notifier = notifier
+        } else {
+            notifier = nil
+        }
         pool = ConnectionPool(capacity: options.maximumConnections, waitLimit: options.poolTimeout) { () throws(PostgresFailure) in
             try PostgresConnection.open(
                 url: url, applicationName: "feedsync", connectTimeout: options.connectTimeout,
@@ -142,7 +155,8 @@ public final class PostgresBackend: FeedBackend {
                 try Self.attemptWrite(body, on: connection, location: location)
             }
             switch outcome {
-            case .committed(let value):
+            case .committed(let value, let lastSeq):
+                if let lastSeq { notifier?.signal(committed: lastSeq) }
                 afterCommit(value)
                 return value
             case .retry(let failure):
@@ -154,7 +168,8 @@ public final class PostgresBackend: FeedBackend {
     }
 
     private enum WriteOutcome<T> {
-        case committed(T)
+        /// The value, and the seq of the last event the transaction appended.
+        case committed(T, lastSeq: Int64?)
         case retry(DatabaseFailure)
     }
 
@@ -194,7 +209,7 @@ public final class PostgresBackend: FeedBackend {
             if failure.isRetryable { return .retry(failure.databaseFailure) }
             throw failure.storageError(location: location)
         }
-        return .committed(value)
+        return .committed(value, lastSeq: transaction.lastAppendedSeq)
     }
 
     /// Sleeps before a retry: about 10 ms doubled per attempt (at most 320 ms), ±50 % at random, so that two
@@ -316,22 +331,30 @@ public final class PostgresBackend: FeedBackend {
         }
     }
 
-    /// A polling watch on its own connection: ``FeedChangeWatch/poll()`` reads `event_log_head` and reports a
+    /// A watch on its own connection that `LISTEN`s for other processes' commits (their backends send
+    /// `pg_notify('feedsync_events', seq)` after committing) and reads `event_log_head` on every check: a
+    /// notification ends ``FeedChangeWatch/wait(timeout:)`` with `.changed`, ``FeedChangeWatch/poll()`` reports a
     /// change of the last seq. (`watchFiles` is SQLite's; it is ignored.)
     public func makeChangeWatch(watchFiles: Bool) throws -> any FeedChangeWatch {
         let url = url
         let location = location
         let options = options
-        return PostgresChangeWatch(location: location) { () throws(StorageError) in
+        return try PostgresChangeWatch(location: location) { () throws(StorageError) in
             try Self.connect(
                 url: url, location: location, options: options, statementTimeout: options.statementTimeout, readOnly: true,
                 applicationName: "feedsync")
         }
     }
 
-    /// Closes the idle connections; connections in use close when their call ends, and later calls fail.
+    /// Closes the idle connections; connections in use close when their call ends, and later calls fail. The
+    /// notifier sends a notification still due, then closes its connection (waiting at most 2 s).
     public func close() {
+        notifier?.stop()
         pool.close()
+    }
+
+    deinit {
+        notifier?.stop()
     }
 }
 

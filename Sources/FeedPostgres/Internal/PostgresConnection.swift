@@ -389,6 +389,51 @@ final class PostgresConnection {
     }
 }
 
+/// A notification received on a connection that ran `LISTEN` (libpq's `PGnotify`).
+struct PostgresNotification: Sendable, Equatable {
+    /// The channel it was sent on.
+    let channel: String
+    /// The payload (empty when none was given).
+    let payload: String
+    /// The server process id of the session that sent it.
+    let senderPID: Int32
+}
+
+extension PostgresConnection {
+    // MARK: - Asynchronous notifications
+
+    /// The connection's socket, for `poll(2)`; `-1` when closed.
+    var socket: Int32 {
+        guard let handle else { return -1 }
+        return PQsocket(handle)
+    }
+
+    /// Reads whatever the server has sent without blocking (`PQconsumeInput`), so that notifications become
+    /// available to ``notifications()``.
+    ///
+    /// - Returns: `false` when the connection failed (it is then ``isBroken`` or soon will be).
+    func consumeInput() -> Bool {
+        guard let handle else { return false }
+        return PQconsumeInput(handle) == 1
+    }
+
+    /// The notifications libpq has read so far (by ``consumeInput()`` or during any statement), oldest first;
+    /// each is returned once.
+    func notifications() -> [PostgresNotification] {
+        guard let handle else { return [] }
+        var received: [PostgresNotification] = []
+        while let notify = PQnotifies(handle) {
+            let fields = notify.pointee
+            received.append(
+                PostgresNotification(
+                    channel: fields.relname.map { String(cString: $0) } ?? "",
+                    payload: fields.extra.map { String(cString: $0) } ?? "", senderPID: fields.be_pid))
+            PQfreemem(notify)
+        }
+        return received
+    }
+}
+
 /// Calls `body` with NUL-terminated copies of `strings` followed by a `NULL` entry, as libpq's keyword arrays want.
 private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
     let copies = strings.map { strdup($0) }

@@ -36,6 +36,9 @@ final class PostgresTransaction: FeedTransaction {
     private(set) var abortingFailure: PostgresFailure?
     private var savepointDepth = 0
     private var isValid = true
+    /// The seq of the last event appended (even in a savepoint rolled back since: the backend only uses it to tell
+    /// other processes that something may have committed, see ``PostgresNotifier``).
+    private(set) var lastAppendedSeq: Int64?
 
     init(connection: PostgresConnection, access: Access, location: String) {
         self.connection = connection
@@ -253,6 +256,7 @@ final class PostgresTransaction: FeedTransaction {
             throw StorageError.database(
                 DatabaseFailure(backend: PostgresBackend.name, code: "P0002", message: "the event_log_head row is missing"))
         }
+        lastAppendedSeq = seq
         return EventRecord(seq: seq, kind: kind, userID: userID, postID: postID, likeCount: likeCount, at: date(millis: stamp))
     }
 
