@@ -2,6 +2,10 @@ import FeedSync
 import Foundation
 import Synchronization
 
+#if PostgreSQL
+    import FeedPostgres
+#endif
+
 /// W5: a second process (`feedsync-bench agent-writer`) toggles likes at a fixed rate and prints `seq wallNanos`
 /// after each commit; this process follows the database with a ``ChangeFeed`` and stamps each event's arrival on
 /// `service.bridge.changes` with CLOCK_REALTIME. Then it measures its own CPU use while nothing changes.
@@ -9,6 +13,12 @@ import Synchronization
 /// `--rate R` (the default, R = 200) prints one line with the latencies and the idle CPU. `--rates 1,2,5,…`
 /// sweeps: one writer per rate in turn, against the same database and feed, one line per rate, then one line with
 /// the idle CPU and whether every rate passed.
+///
+/// `--db postgresql://…` runs on a fresh database on that server (dropped afterwards, `--keep` keeps it); the writer
+/// gets the URL without its password on its command line and the password in `PGPASSWORD`. With
+/// `--throughput-threads T` (PostgreSQL or SQLite) it measures instead how many toggles T threads of one service
+/// commit per second while 0 or more other services follow the database with a ``ChangeFeed`` (`--listeners
+/// 0,2`, alternated for `--rounds` rounds of `--seconds` each): one line per run.
 enum W5CrossProcess {
     /// The sweep `--rates` runs when given without a list of its own (`--rates default`).
     static let defaultRates = [1, 2, 5, 10, 20, 50, 100, 200]
@@ -81,13 +91,26 @@ enum W5CrossProcess {
         case (_, .none):
             rates = [try args.int("rate", 200)]
         }
+        let backend = try BackendChoice(args)
+        let throughputThreads = try args.int("throughput-threads", 0)
+        let listenerText = args.string("listeners", "0,2")
+        let listenerCounts = listenerText.split(separator: ",").compactMap { Int($0) }.filter { $0 >= 0 }
+        guard !listenerCounts.isEmpty, listenerCounts.count == listenerText.split(separator: ",").count else {
+            throw BenchError("--listeners needs integers ≥ 0 like 0,2")
+        }
+        let rounds = try args.int("rounds", 3)
         try args.finish()
 
-        let directory = try TempDirectory()
-        defer { directory.remove() }
-        let path = directory.file("cross.sqlite")
+        let database = try CrossDatabase(backend)
+        defer { database.remove() }
+        let path = database.location
         let service = try FeedService(location: path)
         try service.seed(SeedPlan(posts: posts, users: users, likes: 0))
+        if throughputThreads > 0 {
+            return try measureThroughput(
+                service: service, location: path, threads: throughputThreads, listenerCounts: listenerCounts, rounds: rounds,
+                seconds: duration, users: users, posts: posts, backend: backend.name)
+        }
 
         let stamps = Stamps()
         let subscription = service.bridge.changes.sink { stamps.arrived($0.seq) }
@@ -98,12 +121,13 @@ enum W5CrossProcess {
         for rate in rates {
             if sweep != nil { note("w5: \(rate) changes/s for \(duration) s") }
             let measurement = try measure(
-                rate: rate, seconds: duration, path: path, users: users, posts: posts, stamps: stamps)
+                rate: rate, seconds: duration, database: database, users: users, posts: posts, stamps: stamps)
             measurements.append(measurement)
             if sweep != nil {
                 var line = JSONLine()
                 line.add("workload", "w5")
                 line.add("impl", "feedsync")
+                line.add("backend", backend.name)
                 measurement.add(to: &line, seconds: duration)
                 line.finish(ok: measurement.ok)
             }
@@ -125,6 +149,7 @@ enum W5CrossProcess {
         var line = JSONLine()
         line.add("workload", "w5")
         line.add("impl", "feedsync")
+        line.add("backend", backend.name)
         if sweep == nil, let measurement = measurements.first {
             measurement.add(to: &line, seconds: duration)
         } else {
@@ -138,7 +163,9 @@ enum W5CrossProcess {
     }
 
     /// Runs one writer at `rate` for `seconds` and collects the latency of each acknowledged commit.
-    static func measure(rate: Int, seconds: Int, path: String, users: Int, posts: Int, stamps: Stamps) throws -> Measurement {
+    static func measure(
+        rate: Int, seconds: Int, database: CrossDatabase, users: Int, posts: Int, stamps: Stamps
+    ) throws -> Measurement {
         let count = rate * seconds
         stamps.resetCommits()
         // The writer: this same executable, `agent-writer`.
@@ -146,9 +173,14 @@ enum W5CrossProcess {
         let writer = Process()
         writer.executableURL = URL(fileURLWithPath: executable)
         writer.arguments = [
-            "agent-writer", "--db", path, "--rate", "\(rate)", "--count", "\(count)",
+            "agent-writer", "--db", database.childLocation, "--rate", "\(rate)", "--count", "\(count)",
             "--users", "\(users)", "--posts", "\(posts)",
         ]
+        if let password = database.password {
+            var environment = ProcessInfo.processInfo.environment
+            environment["PGPASSWORD"] = password
+            writer.environment = environment
+        }
         let pipe = Pipe()
         writer.standardOutput = pipe
         let readerDone = DispatchSemaphore(value: 0)
@@ -201,5 +233,132 @@ enum W5CrossProcess {
         return Measurement(
             rate: rate, events: commits.count, latencies: latencies, missed: missed,
             cpuPercent: wall > 0 ? cpu / wall * 100 : 0, ok: ok)
+    }
+}
+
+extension W5CrossProcess {
+    /// Toggles per second from `threads` threads of `service` while `listeners` other services (standing for other
+    /// machines) follow the database with a change feed; the listener counts alternate for `rounds` rounds.
+    static func measureThroughput(
+        service: FeedService, location: String, threads: Int, listenerCounts: [Int], rounds: Int, seconds: Int, users: Int,
+        posts: Int, backend: String
+    ) throws -> Bool {
+        var allOK = true
+        for round in 1...max(1, rounds) {
+            for listeners in listenerCounts {
+                let followers = try (0..<listeners).map { _ in try FeedService(location: location) }
+                let received = Mutex(Array(repeating: 0, count: listeners))
+                let subscriptions = followers.enumerated().map { index, follower in
+                    follower.bridge.changes.sink { _ in received.withLock { $0[index] += 1 } }
+                }
+                let feeds = followers.map { ChangeFeed(service: $0) }
+                for feed in feeds { try feed.start() }
+                let ops = Mutex(0)
+                let failures = Mutex(0)
+                let stopAt = monotonicNanos() + UInt64(seconds) * 1_000_000_000
+                let group = DispatchGroup()
+                for thread in 0..<threads {
+                    group.enter()
+                    Thread {
+                        var random = BenchRandom(seed: UInt64(1 + thread + 100 * round))
+                        var done = 0
+                        while monotonicNanos() < stopAt {
+                            do {
+                                _ = try service.toggle(userID: "user\(1 + random.next(users))", postID: "post\(1 + random.next(posts))")
+                                done += 1
+                            } catch {
+                                failures.withLock { $0 += 1 }
+                            }
+                        }
+                        ops.withLock { $0 += done }
+                        group.leave()
+                    }.start()
+                }
+                group.wait()
+                let total = ops.withLock { $0 }
+                // The followers catch up (at most 10 s) before they stop.
+                let deadline = monotonicNanos() + 10_000_000_000
+                while received.withLock({ $0.contains { $0 < total } }), monotonicNanos() < deadline { usleep(10_000) }
+                let lagging = received.withLock { $0.filter { $0 < total }.count }
+                for feed in feeds { feed.stop() }
+                subscriptions.forEach { $0.cancel() }
+                for follower in followers { follower.close() }
+                let ok = failures.withLock { $0 } == 0 && lagging == 0
+                allOK = allOK && ok
+                var line = JSONLine()
+                line.add("workload", "w5")
+                line.add("mode", "throughput")
+                line.add("backend", backend)
+                line.add("threads", threads)
+                line.add("listeners", listeners)
+                line.add("round", round)
+                line.add("seconds", seconds)
+                line.add("ops", total)
+                line.add("ops_per_s", Double(total) / Double(seconds), digits: 1)
+                line.add("failures", failures.withLock { $0 })
+                line.add("lagging_listeners", lagging)
+                line.finish(ok: ok)
+            }
+        }
+        return allOK
+    }
+}
+
+/// W5's database: a SQLite file in a temporary directory, or a fresh PostgreSQL database on `--db`'s server.
+final class CrossDatabase {
+    /// What this process opens (with the password, for PostgreSQL).
+    let location: String
+    /// What the writer process is given on its command line: without the password.
+    let childLocation: String
+    /// The password, for the writer's `PGPASSWORD`.
+    let password: String?
+    private let directory: TempDirectory?
+    private let server: String?
+    private let name: String?
+    private let keep: Bool
+
+    init(_ backend: BackendChoice) throws {
+        keep = backend.keep
+        guard let server = backend.serverURL else {
+            let directory = try TempDirectory()
+            self.directory = directory
+            location = directory.file("cross.sqlite")
+            childLocation = location
+            password = nil
+            self.server = nil
+            name = nil
+            return
+        }
+        #if PostgreSQL
+            var generator = SystemRandomNumberGenerator()
+            let name = "feedsync_bench_" + String(generator.next() as UInt64, radix: 16)
+            try PostgresAdmin.createDatabase(url: server, name: name)
+            location = PostgresAdmin.url(server, database: name)
+            childLocation = FeedLocation.redacted(location)
+            let components = URLComponents(string: location)
+            password = components?.password ?? components?.queryItems?.first { $0.name == "password" }?.value
+            directory = nil
+            self.server = server
+            self.name = name
+        #else
+            throw BenchError("--db needs the PostgreSQL trait")
+        #endif
+    }
+
+    /// Deletes the directory, or drops the database unless `--keep` was given.
+    func remove() {
+        directory?.remove()
+        #if PostgreSQL
+            guard let server, let name else { return }
+            if keep {
+                note("kept database \(name) at \(childLocation)")
+                return
+            }
+            do {
+                try PostgresAdmin.dropDatabase(url: server, name: name)
+            } catch {
+                note("could not drop database \(name): \(error)")
+            }
+        #endif
     }
 }
