@@ -12,6 +12,7 @@ do {
     case "agent-subscriber": try Agents.subscriber(args)
     case "agent-load": try Agents.load(args)
     case "agent-crash": try Agents.crash(args)
+    case "agent-random", "agent-acks": try FaultAgents.run(args)
     default: exit(try Workloads.run(args) ? 0 : 1)
     }
 } catch {
