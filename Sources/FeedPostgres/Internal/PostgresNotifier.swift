@@ -11,7 +11,8 @@ internal import Foundation
 ///
 /// Writers call ``signal(committed:)`` after their commit: it records the seq and wakes the thread, and returns at
 /// once. The thread sends the highest seq committed so far as the payload; signals that arrive while it sends
-/// coalesce into one more notification. A failure (connection lost, server gone) closes the connection and retries
+/// coalesce into one more notification. Its session has `synchronous_commit` off: a notification's transaction
+/// does not wait for a WAL flush. A failure (connection lost, server gone) closes the connection and retries
 /// with a growing pause (50 ms doubled up to 2 s); it never reaches a writer — listeners read `event_log_head` on
 /// their poll interval anyway. The connection opens on the first signal.
 ///
@@ -115,21 +116,27 @@ final class PostgresNotifier: @unchecked Sendable {
                 // (``stop(timeout:)`` waits for it only so long).
                 if due, let open = connection ?? (try? connect()) {
                     connection = open
+                    _ = try? open.executeScript("SET synchronous_commit TO off")
                     _ = notify(target, on: open)
                 }
                 return
             }
             hook?()
+            let attempt = ContinuousClock.now
             do throws(PostgresFailure) {
                 let open: PostgresConnection
                 if let connection {
                     open = connection
                 } else {
                     open = try connect()
+                    // A notification carries a transaction id, so each one commits; nothing is lost if that commit
+                    // is not flushed (the queue does not survive a crash anyway): no WAL flush to wait for.
+                    try open.executeScript("SET synchronous_commit TO off")
                 }
                 connection = open
                 if notify(target, on: open) {
                     backoff = .zero
+                    retryAt = attempt + Self.minimumSpacing
                     continue
                 }
             } catch {
@@ -156,6 +163,10 @@ final class PostgresNotifier: @unchecked Sendable {
         }
         return true
     }
+
+    /// The shortest time from one notification to the next: commits within it share the next notification, which
+    /// bounds the notifier's work (and its listeners') under load; a lone commit is announced at once.
+    static let minimumSpacing: Duration = .milliseconds(1)
 
     private static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
