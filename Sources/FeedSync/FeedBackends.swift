@@ -73,13 +73,13 @@ extension FeedService {
     public convenience init(
         location: String, options: FeedOpenOptions = FeedOpenOptions(), bridge: EventBridge = EventBridge()
     ) throws(FeedError) {
-        let backend = try FeedBackends.open(location, options: options)
+        let parsed: FeedLocation
         do {
-            try self.init(backend: backend, bridge: bridge)
+            parsed = try FeedLocation(location)
         } catch {
-            backend.close()
-            throw error
+            throw FeedError.storage(error)
         }
+        try self.init(location: parsed, options: options, bridge: bridge)
     }
 
     /// Opens (creating and migrating if needed) the SQLite database file at `path` and creates a service over it.
