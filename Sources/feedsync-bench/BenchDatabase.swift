@@ -44,8 +44,9 @@ struct BackendChoice {
 
 /// One run's database: open it with ``open()``, and ``remove()`` it after the service is closed.
 final class BenchDatabase {
-    /// What ``FeedService/init(location:options:bridge:)`` opens: a file path or a PostgreSQL URL.
-    private let location: String
+    /// What ``FeedService/init(location:options:bridge:)`` opens: a file path or a PostgreSQL URL (with its
+    /// password: never print it, use ``FeedLocation/redacted(_:)``).
+    let location: String
     private let directory: TempDirectory?
     private let server: String?
     private let databaseName: String?

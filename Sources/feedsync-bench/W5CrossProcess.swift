@@ -304,61 +304,26 @@ extension W5CrossProcess {
     }
 }
 
-/// W5's database: a SQLite file in a temporary directory, or a fresh PostgreSQL database on `--db`'s server.
+/// W5's database — ``BenchDatabase`` — plus what the writer process is given: the location without its password
+/// on its command line, and the password apart (for its `PGPASSWORD`).
 final class CrossDatabase {
+    private let database: BenchDatabase
     /// What this process opens (with the password, for PostgreSQL).
-    let location: String
+    var location: String { database.location }
     /// What the writer process is given on its command line: without the password.
     let childLocation: String
     /// The password, for the writer's `PGPASSWORD`.
     let password: String?
-    private let directory: TempDirectory?
-    private let server: String?
-    private let name: String?
-    private let keep: Bool
 
     init(_ backend: BackendChoice) throws {
-        keep = backend.keep
-        guard let server = backend.serverURL else {
-            let directory = try TempDirectory()
-            self.directory = directory
-            location = directory.file("cross.sqlite")
-            childLocation = location
-            password = nil
-            self.server = nil
-            name = nil
-            return
-        }
-        #if PostgreSQL
-            var generator = SystemRandomNumberGenerator()
-            let name = "feedsync_bench_" + String(generator.next() as UInt64, radix: 16)
-            try PostgresAdmin.createDatabase(url: server, name: name)
-            location = PostgresAdmin.url(server, database: name)
-            childLocation = FeedLocation.redacted(location)
-            let components = URLComponents(string: location)
-            password = components?.password ?? components?.queryItems?.first { $0.name == "password" }?.value
-            directory = nil
-            self.server = server
-            self.name = name
-        #else
-            throw BenchError("--db needs the PostgreSQL trait")
-        #endif
+        database = try backend.makeDatabase(file: "cross.sqlite")
+        childLocation = FeedLocation.redacted(database.location)
+        let components = backend.serverURL == nil ? nil : URLComponents(string: database.location)
+        password = components?.password ?? components?.queryItems?.first { $0.name == "password" }?.value
     }
 
     /// Deletes the directory, or drops the database unless `--keep` was given.
     func remove() {
-        directory?.remove()
-        #if PostgreSQL
-            guard let server, let name else { return }
-            if keep {
-                note("kept database \(name) at \(childLocation)")
-                return
-            }
-            do {
-                try PostgresAdmin.dropDatabase(url: server, name: name)
-            } catch {
-                note("could not drop database \(name): \(error)")
-            }
-        #endif
+        database.remove()
     }
 }
