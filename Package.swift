@@ -65,6 +65,7 @@ let package = Package(
         ),
         .target(
             name: "FeedMigrations",
+            dependencies: ["FeedChecksum"],
             path: "Migrations",
             exclude: ["sqlite", "postgresql"],
             swiftSettings: strictSettings,
@@ -137,7 +138,8 @@ let package = Package(
         .testTarget(
             name: "FeedDomainTests",
             dependencies: [
-                "FeedSync", "FeedCore", "FeedDomain", "FeedStorage", "FeedSQLite", "FeedPublishers", "FeedDependencies",
+                "FeedSync", "FeedCore", "FeedDomain", "FeedStorage", "FeedSQLite", "FeedMigrations", "FeedPublishers",
+                "FeedDependencies",
                 "FeedTestSupport",
             ],
             swiftSettings: strictSettings
@@ -154,7 +156,7 @@ let package = Package(
         ),
         .testTarget(
             name: "FeedCLITests",
-            dependencies: ["FeedCLI", "FeedSync", "FeedStorage", "FeedSQLite", "FeedTestSupport"],
+            dependencies: ["FeedCLI", "FeedSync", "FeedStorage", "FeedSQLite", "FeedMigrations", "FeedTestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -1,40 +1,7 @@
 internal import FeedCore
 internal import FeedChecksum
-internal import FeedMigrations
+public import FeedMigrations
 internal import Foundation
-
-/// One PostgreSQL schema migration: a numbered SQL file of `Migrations/postgresql/`.
-public struct PostgresMigration: Sendable, Hashable {
-    /// The schema version this migration brings the database to (the file's number).
-    public let version: Int
-    /// The file's description part, such as `create_schema`.
-    public let name: String
-    /// The SQL script (several statements; run with the simple query protocol inside the migration's transaction).
-    public let sql: String
-    /// SHA-256 of the file's exact bytes, as 64 hex digits.
-    public let checksum: String
-
-    /// A migration from its parts (for tests and tools); the checksum is computed from `sql`.
-    public init(version: Int, name: String, sql: String) {
-        self.version = version
-        self.name = name
-        self.sql = sql
-        self.checksum = SHA256.hexDigest(of: Array(sql.utf8))
-    }
-
-    /// A migration from an embedded file named `NNNN_description.sql` whose checksum was computed at build time.
-    init(file: EmbeddedMigrationFile, checksum: String) {
-        let stem = file.fileName.hasSuffix(".sql") ? String(file.fileName.dropLast(4)) : file.fileName
-        let parts = stem.split(separator: "_", maxSplits: 1)
-        guard parts.count == 2, parts[0].count == 4, let version = Int(parts[0]), version > 0 else {
-            preconditionFailure("API Violation: migration file \(file.fileName) is not named NNNN_description.sql")
-        }
-        self.version = version
-        self.name = String(parts[1])
-        self.sql = file.sql
-        self.checksum = checksum
-    }
-}
 
 /// Applies the numbered PostgreSQL migrations in order and refuses databases it cannot vouch for — the rules of the
 /// SQLite backend's `Migrator`.
@@ -50,12 +17,12 @@ public struct PostgresMigration: Sendable, Hashable {
 ///   each migration exactly once. A database that needs nothing is not locked at all.
 public struct PostgresMigrator: Sendable {
     /// The migrations, sorted by version.
-    public let migrations: [PostgresMigration]
+    public let migrations: [Migration]
 
     /// The migrations embedded in this binary from `Migrations/postgresql/` (checksums computed at build time).
     public static let embedded = PostgresMigrator(
         migrations: zip(EmbeddedMigrationFile.postgresql, EmbeddedMigrationFile.postgresqlChecksums).map(
-            PostgresMigration.init(file:checksum:)))
+            Migration.init(file:checksum:)))
 
     /// The session-level advisory lock migrating takes: `FeedSync` in ASCII, as a 64-bit key.
     public static let advisoryLockKey: Int64 = 0x4665_6564_5379_6E63
@@ -63,7 +30,7 @@ public struct PostgresMigrator: Sendable {
     /// A migrator for `migrations`.
     ///
     /// - Precondition: versions are unique.
-    public init(migrations: [PostgresMigration]) {
+    public init(migrations: [Migration]) {
         let sorted = migrations.sorted { $0.version < $1.version }
         precondition(zip(sorted, sorted.dropFirst()).allSatisfy { $0.version < $1.version }, "API Violation: duplicate migration version")
         self.migrations = sorted
@@ -96,7 +63,7 @@ public struct PostgresMigrator: Sendable {
     /// - Throws: ``StorageError/schemaNewer(databaseVersion:binaryVersion:)``,
     ///   ``StorageError/unknownMigration(version:name:binaryVersion:)``,
     ///   ``StorageError/migrationChanged(version:name:recordedChecksum:fileChecksum:)``, or the mapped failure.
-    func validate(_ connection: PostgresConnection, location: String) throws(StorageError) -> (version: Int, pending: [PostgresMigration]) {
+    func validate(_ connection: PostgresConnection, location: String) throws(StorageError) -> (version: Int, pending: [Migration]) {
         let applied: [AppliedMigration]
         do {
             applied = try appliedMigrations(connection)

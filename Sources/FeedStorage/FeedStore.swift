@@ -1,4 +1,5 @@
 public import FeedCore
+public import FeedMigrations
 public import FeedSQLite
 
 /// A FeedSync database: the SQLite file (or in-memory database), migrated to this binary's schema — or, opened

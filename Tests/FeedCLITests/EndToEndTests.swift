@@ -1,6 +1,7 @@
 import FeedSync
 import FeedSQLite
 import FeedStorage
+import FeedMigrations
 import FeedTestSupport
 import Foundation
 import Synchronization

@@ -4,6 +4,7 @@ import FeedDependencies
 import FeedDomain
 import FeedPublishers
 import FeedSQLite
+import FeedMigrations
 import FeedStorage
 import FeedTestSupport
 import Foundation

@@ -60,7 +60,7 @@ import Testing
         guard let db = try TestDatabase.make("migrate_newer") else { return }
         let newer = PostgresMigrator(
             migrations: PostgresMigrator.embedded.migrations + [
-                PostgresMigration(version: 99, name: "future", sql: "CREATE TABLE future (x int);")
+                Migration(version: 99, name: "future", sql: "CREATE TABLE future (x int);")
             ])
         try PostgresBackend(url: db.url, migrator: newer).close()
         let before = try snapshot(db.url)
@@ -74,12 +74,12 @@ import Testing
     @Test func aChangedMigrationIsRefusedWithNothingWritten() throws {
         guard let database = try PostgresTestDatabase.make("migrate_changed") else { return }
         defer { database.drop() }
-        let v1 = PostgresMigration(version: 1, name: "a", sql: "CREATE TABLE a (x int);")
+        let v1 = Migration(version: 1, name: "a", sql: "CREATE TABLE a (x int);")
         try PostgresBackend(url: database.url, migrator: PostgresMigrator(migrations: [v1])).close()
         let before = try snapshot(database.url)
         let edited = PostgresMigrator(migrations: [
-            PostgresMigration(version: 1, name: "a", sql: "CREATE TABLE a (x int, y int);"),
-            PostgresMigration(version: 2, name: "b", sql: "CREATE TABLE b (x int);"),
+            Migration(version: 1, name: "a", sql: "CREATE TABLE a (x int, y int);"),
+            Migration(version: 2, name: "b", sql: "CREATE TABLE b (x int);"),
         ])
         let error = try #require(throws: StorageError.self) { try PostgresBackend(url: database.url, migrator: edited) }
         #expect(
@@ -92,9 +92,9 @@ import Testing
     @Test func anUnknownMigrationIsRefusedWithNothingWritten() throws {
         guard let database = try PostgresTestDatabase.make("migrate_unknown") else { return }
         defer { database.drop() }
-        let v1 = PostgresMigration(version: 1, name: "a", sql: "CREATE TABLE a (x int);")
-        let v2 = PostgresMigration(version: 2, name: "b", sql: "CREATE TABLE b (x int);")
-        let v3 = PostgresMigration(version: 3, name: "c", sql: "CREATE TABLE c (x int);")
+        let v1 = Migration(version: 1, name: "a", sql: "CREATE TABLE a (x int);")
+        let v2 = Migration(version: 2, name: "b", sql: "CREATE TABLE b (x int);")
+        let v3 = Migration(version: 3, name: "c", sql: "CREATE TABLE c (x int);")
         try PostgresBackend(url: database.url, migrator: PostgresMigrator(migrations: [v1, v2])).close()
         let before = try snapshot(database.url)
         let error = try #require(throws: StorageError.self) {
@@ -107,8 +107,8 @@ import Testing
     @Test func readOnlyModesNeverMigrate() throws {
         guard let database = try PostgresTestDatabase.make("migrate_readonly") else { return }
         defer { database.drop() }
-        let v1 = PostgresMigration(version: 1, name: "a", sql: "CREATE TABLE a (x int);")
-        let v2 = PostgresMigration(version: 2, name: "b", sql: "CREATE TABLE b (x int);")
+        let v1 = Migration(version: 1, name: "a", sql: "CREATE TABLE a (x int);")
+        let v2 = Migration(version: 2, name: "b", sql: "CREATE TABLE b (x int);")
         try PostgresBackend(url: database.url, migrator: PostgresMigrator(migrations: [v1])).close()
         let before = try snapshot(database.url)
         let both = PostgresMigrator(migrations: [v1, v2])

@@ -1,4 +1,5 @@
 public import FeedCore
+internal import FeedMigrations
 internal import FeedSQLite
 
 /// ``FeedStore`` is the SQLite backend: a file (or in-memory) database with one writer connection and a pool of

@@ -1,6 +1,6 @@
 internal import FeedCore
 public import FeedSQLite
-internal import FeedMigrations
+public import FeedMigrations
 public import Foundation
 
 /// Applies the numbered SQL migrations in order and refuses databases it cannot vouch for.
