@@ -81,22 +81,29 @@ final class PostgresConnection {
         // `dbname` expands), the application name and encoding cannot.
         let keywords = ["connect_timeout", "dbname", "application_name", "client_encoding"]
         let values = [String(max(2, connectTimeout.components.seconds)), url, applicationName, "UTF8"]
+        // Connect without blocking inside libpq, so that the notice receiver is in place before the server says
+        // anything: a server shutting down sends `WARNING: terminating connection …` during the handshake, which
+        // libpq's default receiver would print to stderr (a second line under the CLI's one-line error).
         let handle = withCStrings(keywords) { keywordPointers in
-            withCStrings(values) { valuePointers in PQconnectdbParams(keywordPointers, valuePointers, 1) }
+            withCStrings(values) { valuePointers in PQconnectStartParams(keywordPointers, valuePointers, 1) }
         }
         guard let handle else {
             throw PostgresFailure(
                 sqlState: nil, message: "out of memory", constraint: nil, table: nil, sql: nil, connectionBroken: true)
         }
-        guard PQstatus(handle) == CONNECTION_OK else {
-            let message = scrub(String(cString: PQerrorMessage(handle)), secrets: secrets)
+        // Notices (`relation … already exists, skipping`) are not errors; libpq would print them to stderr.
+        PQsetNoticeReceiver(handle, { _, _ in }, nil)
+        // No `connect_timeout` (or 0) means wait indefinitely, as libpq does.
+        let timeout: Duration = Self.connectTimeoutSeconds(of: handle).map { .seconds($0) } ?? .seconds(Int64(Int32.max))
+        let timedOut = !completeConnection(handle, timeout: timeout)
+        guard !timedOut, PQstatus(handle) == CONNECTION_OK else {
+            let message =
+                timedOut ? "timeout expired while connecting" : scrub(String(cString: PQerrorMessage(handle)), secrets: secrets)
             PQfinish(handle)
             throw PostgresFailure(
                 sqlState: nil, message: message.trimmingCharacters(in: .whitespacesAndNewlines), constraint: nil, table: nil,
                 sql: nil, connectionBroken: true)
         }
-        // Notices (`relation … already exists, skipping`) are not errors; libpq would print them to stderr.
-        PQsetNoticeReceiver(handle, { _, _ in }, nil)
         let connection = PostgresConnection(handle: handle, secrets: secrets)
         var settings: [DatabaseValue] = []
         var sql = "SELECT 1"
@@ -109,6 +116,44 @@ final class PostgresConnection {
         if readOnlyByDefault { sql += ", set_config('default_transaction_read_only', 'on', false)" }
         _ = try connection.execute(sql, settings)
         return connection
+    }
+
+    /// The `connect_timeout` in effect for a started connection (ours, or the URL's when it sets one), in whole
+    /// seconds of at least 2 as libpq counts it; `nil` when none is set or it is 0 (no limit).
+    private static func connectTimeoutSeconds(of handle: OpaquePointer) -> Int64? {
+        guard let options = PQconninfo(handle) else { return nil }
+        defer { PQconninfoFree(options) }
+        var option = options
+        while let keyword = option.pointee.keyword {
+            if String(cString: keyword) == "connect_timeout", let value = option.pointee.val {
+                return Int64(String(cString: value)).map { $0 <= 0 ? nil : max(2, $0) } ?? nil
+            }
+            option += 1
+        }
+        return nil
+    }
+
+    /// Drives a connection started with `PQconnectStartParams` to its end, waiting in `poll(2)` for the socket
+    /// libpq asks for; `false` when `timeout` passed first (with the asynchronous API libpq leaves `connect_timeout`
+    /// to the caller: ``connectTimeoutSeconds(of:)``).
+    ///
+    /// Related documentation: <https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-PQCONNECTSTARTPARAMS>
+    private static func completeConnection(_ handle: OpaquePointer, timeout: Duration) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        var state = PGRES_POLLING_WRITING
+        while PQstatus(handle) != CONNECTION_BAD, state != PGRES_POLLING_OK, state != PGRES_POLLING_FAILED {
+            let remaining = deadline - ContinuousClock.now
+            guard remaining > .zero else { return false }
+            let millis = remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000
+            // The socket may change between polls (libpq tries the next address or host).
+            var descriptor = pollfd(
+                fd: PQsocket(handle), events: Int16(state == PGRES_POLLING_READING ? POLLIN : POLLOUT), revents: 0)
+            let ready = poll(&descriptor, 1, Int32(clamping: max(1, millis)))
+            if ready < 0, errno != EINTR { return true }  // PQconnectPoll reports the failure
+            if ready == 0 { continue }
+            state = PQconnectPoll(handle)
+        }
+        return true
     }
 
     /// Whether the connection is unusable (closed, or libpq reports `CONNECTION_BAD`).
