@@ -120,19 +120,24 @@ let package = Package(
 
         // MARK: - Tests
         .target(
+            name: "FeedTestThreads",
+            path: "Tests/FeedTestThreads",
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "FeedTestSupport",
-            dependencies: ["FeedCore", "FeedSQLite", "FeedStorage", "FeedPostgres"],
+            dependencies: ["FeedCore", "FeedSQLite", "FeedStorage", "FeedPostgres", "FeedTestThreads"],
             path: "Tests/FeedTestSupport",
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "FeedSQLiteTests",
-            dependencies: ["FeedSQLite", "FeedTestSupport"],
+            dependencies: ["FeedSQLite", "FeedTestSupport", "FeedTestThreads"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "FeedStorageTests",
-            dependencies: ["FeedCore", "FeedStorage", "FeedSQLite", "FeedMigrations", "FeedChecksum", "FeedTestSupport"],
+            dependencies: ["FeedCore", "FeedStorage", "FeedSQLite", "FeedMigrations", "FeedChecksum", "FeedTestSupport", "FeedTestThreads"],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -140,28 +145,28 @@ let package = Package(
             dependencies: [
                 "FeedSync", "FeedCore", "FeedDomain", "FeedStorage", "FeedSQLite", "FeedMigrations", "FeedPublishers",
                 "FeedDependencies",
-                "FeedTestSupport",
+                "FeedTestSupport", "FeedTestThreads",
             ],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "FeedPostgresTests",
-            dependencies: ["FeedPostgres", "FeedCore", "FeedMigrations", "FeedTestSupport"],
+            dependencies: ["FeedPostgres", "FeedCore", "FeedMigrations", "FeedTestSupport", "FeedTestThreads"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "FeedPublishersTests",
-            dependencies: ["FeedPublishers"],
+            dependencies: ["FeedPublishers", "FeedTestThreads"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "FeedCLITests",
-            dependencies: ["FeedCLI", "FeedSync", "FeedStorage", "FeedSQLite", "FeedMigrations", "FeedTestSupport"],
+            dependencies: ["FeedCLI", "FeedSync", "FeedStorage", "FeedSQLite", "FeedMigrations", "FeedTestSupport", "FeedTestThreads"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "FeedDependenciesTests",
-            dependencies: ["FeedDependencies"],
+            dependencies: ["FeedDependencies", "FeedTestThreads"],
             swiftSettings: strictSettings
         ),
     ]

@@ -1,6 +1,7 @@
 import FeedSync
 import FeedTestSupport
 import Foundation
+import FeedTestThreads
 import Testing
 
 /// Bad input through the CLI, one row per case: the documented exit status, exactly one line on stderr starting
@@ -10,7 +11,7 @@ import Testing
 /// UTF-8) and set limits (`ulimit -f`). `$F` is the feedsync binary, `$DB` a database holding the demo data,
 /// `$DIR` a scratch directory, empty at the start: cases that must create no file run there and exit 99 when one
 /// appeared.
-@Suite struct BadInputTests {
+@Suite(.ownThreads) struct BadInputTests {
     struct Case: Sendable, CustomTestStringConvertible {
         let name: String
         let script: String

@@ -1,10 +1,11 @@
 @testable import FeedCLI
 import Foundation
+import FeedTestThreads
 import Testing
 
 /// `feedsync completions bash|zsh|fish`: scripts generated from the command catalog, checked by the real shells
 /// where they are installed (a missing shell is skipped with a notice on stderr).
-@Suite struct CompletionsTests {
+@Suite(.ownThreads) struct CompletionsTests {
     /// Every word a script must mention: command words, options (with dashes) and argument choices.
     private static var catalogWords: [String] {
         var words = Set(CommandCatalog.commands.flatMap(\.path))

@@ -1,10 +1,11 @@
 import FeedTestSupport
 import Foundation
+import FeedTestThreads
 import Testing
 
 /// The following commands (`events --follow`, `watch`, `app`) end with status 74 and one line on stderr when the
 /// database file they follow is deleted or replaced, instead of staying silent forever on the old file.
-@Suite struct DatabaseReplacedTests {
+@Suite(.ownThreads) struct DatabaseReplacedTests {
     let home = TemporaryDirectory("feedsync-replaced")
     var database: String { home.file("feed.sqlite") }
 

@@ -5,10 +5,11 @@ import FeedMigrations
 import FeedTestSupport
 import Foundation
 import Synchronization
+import FeedTestThreads
 import Testing
 
 /// Runs the built `feedsync` binary as a subprocess on temporary databases.
-@Suite struct EndToEndTests {
+@Suite(.ownThreads) struct EndToEndTests {
     let home = TemporaryDirectory("feedsync-cli")
     /// The database the test runs on: a file in `home`, or a PostgreSQL URL after ``use(_:)``.
     var database: String { chosen.value.withLock { $0 } ?? home.file("feed.sqlite") }

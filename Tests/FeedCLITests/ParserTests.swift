@@ -1,8 +1,9 @@
 @testable import FeedCLI
 import FeedSync
+import FeedTestThreads
 import Testing
 
-@Suite struct ParserTests {
+@Suite(.ownThreads) struct ParserTests {
     // MARK: - Every error path
 
     struct Failure: Sendable, CustomTestStringConvertible {

@@ -1,7 +1,8 @@
 @testable import FeedCLI
+import FeedTestThreads
 import Testing
 
-@Suite struct TokenizerTests {
+@Suite(.ownThreads) struct TokenizerTests {
     @Test func splitsValuesOptionsShortFlagsAndTerminator() {
         let tokens = Tokenizer.tokenize(["feed", "--limit", "5", "--db=/tmp/x", "-h", "--", "--json", "-5"])
         #expect(

@@ -1,8 +1,9 @@
 import FeedDependencies
 import Foundation
+import FeedTestThreads
 import Testing
 
-@Suite(.dependencies()) struct DateGeneratorTests {
+@Suite(.dependencies(), .ownThreads) struct DateGeneratorTests {
     @Test func testValueIsTheFixedReferenceDate() {
         @Dependency(\.date) var date
         #expect(date() == DateGenerator.testReferenceDate)

@@ -1,8 +1,9 @@
 import FeedDependencies
 import Foundation
+import FeedTestThreads
 import Testing
 
-@Suite(.dependencies { $0.date.now = Date(timeIntervalSince1970: 1) })
+@Suite(.dependencies { $0.date.now = Date(timeIntervalSince1970: 1) }, .ownThreads)
 struct DependencyTraitTests {
     @Test func suiteTraitAppliesToItsTests() {
         #expect(DependencyValues.current.context == .test)

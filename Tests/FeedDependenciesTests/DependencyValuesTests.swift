@@ -1,5 +1,6 @@
 import FeedDependencies
 import Foundation
+import FeedTestThreads
 import Testing
 
 /// A key with all three values declared.
@@ -32,7 +33,7 @@ extension DependencyValues {
     }
 }
 
-@Suite struct DependencyValuesTests {
+@Suite(.ownThreads) struct DependencyValuesTests {
     @Test(arguments: [
         (DependencyContext.live, "live"), (.preview, "preview"), (.test, "test"),
     ])

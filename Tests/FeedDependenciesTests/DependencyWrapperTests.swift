@@ -1,5 +1,6 @@
 import FeedDependencies
 import Foundation
+import FeedTestThreads
 import Testing
 
 /// A model that captures its dependencies when created.
@@ -9,7 +10,7 @@ private struct Clockwork {
     @Dependency(UUIDGenerator.self) var uuidByKey
 }
 
-@Suite(.dependencies()) struct DependencyWrapperTests {
+@Suite(.dependencies(), .ownThreads) struct DependencyWrapperTests {
     @Test func nestedKeyPathReadsTheOverriddenNow() {
         let fixed = Date(timeIntervalSince1970: 1_000)
         withDependencies {

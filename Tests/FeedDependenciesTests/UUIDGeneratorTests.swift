@@ -1,8 +1,9 @@
 import FeedDependencies
 import Foundation
+import FeedTestThreads
 import Testing
 
-@Suite(.dependencies()) struct UUIDGeneratorTests {
+@Suite(.dependencies(), .ownThreads) struct UUIDGeneratorTests {
     @Test func twoCallsThroughDependencyGiveConsecutiveIds() {
         withDependencies {
             $0.uuid = .incrementing

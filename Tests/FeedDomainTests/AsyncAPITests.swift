@@ -340,10 +340,10 @@ struct TestTimeout: Error, CustomStringConvertible {
     var description: String { "timed out waiting for \(what)" }
 }
 
-/// How much longer than its stated bound an async test waits. The suites run in parallel, and a synchronous test
-/// holds one of Swift's cooperative threads (two on this machine) for as long as it runs — the PostgreSQL stress
-/// and fault tests for tens of seconds — so an async test's continuations may wait that long to resume. The bounds
-/// stay bounds: a real stall still fails, later.
+/// How much longer than its stated bound an async test waits. The suites run in parallel on two cores next to the
+/// stress and fault tests' child processes and PostgreSQL server, so an async test's continuations may wait long to
+/// resume. (The synchronous suites no longer hold Swift's cooperative threads while they block: they run on threads
+/// of their own, `.ownThreads`.) The bounds stay bounds: a real stall still fails, later.
 let asyncTestSlack = 5.0
 
 /// Runs `operation`, throwing ``TestTimeout`` (and cancelling it) when it takes more than `seconds` (× the slack).

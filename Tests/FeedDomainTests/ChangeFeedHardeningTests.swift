@@ -6,11 +6,12 @@ import FeedSQLite
 @testable import FeedStorage
 import FeedTestSupport
 import Foundation
+import FeedTestThreads
 import Testing
 
 /// The change feed's edge cases: a database file deleted or replaced while followed, `stop()` called on the feed's
 /// own thread, what its file watcher wakes for, and what a `Mirror` walk from a feed can reach.
-@Suite struct ChangeFeedHardeningTests {
+@Suite(.ownThreads) struct ChangeFeedHardeningTests {
     // MARK: - A deleted or replaced database file
 
     @Test(arguments: [true, false])

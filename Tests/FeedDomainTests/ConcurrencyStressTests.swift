@@ -6,6 +6,7 @@ import FeedPublishers
 import FeedStorage
 import FeedTestSupport
 import Foundation
+import FeedTestThreads
 import Testing
 
 /// Issue 11: an app whose screens, direct commands, another process and a subscriber acting from inside deliveries
@@ -15,7 +16,7 @@ import Testing
 /// worker's current step and returns, leaving the stuck threads (and everything they hold) behind.
 ///
 /// `FEEDSYNC_STRESS_SCALE` (default 1) multiplies the UI actions, the direct commands and the child's writes.
-@Suite(.serialized) struct ConcurrencyStressTests {
+@Suite(.serialized, .ownThreads) struct ConcurrencyStressTests {
     /// Projections on shared screens, direct commands, a ChangeFeed fed by a child process and an app subscriber
     /// that sends actions from inside deliveries.
     @Test(arguments: TestBackend.allCases)

@@ -5,6 +5,7 @@ import FeedSQLite
 import FeedStorage
 import FeedTestSupport
 import Foundation
+import FeedTestThreads
 import Testing
 
 /// A child process whose stdout lines are collected as they arrive.
@@ -77,7 +78,7 @@ func benchExecutable() throws -> String {
     throw FeedError.storage(.cannotOpen(path: "feedsync-bench", reason: "not built next to the tests; run swift build first"))
 }
 
-@Suite(.serialized) struct CrossProcessTests {
+@Suite(.serialized, .ownThreads) struct CrossProcessTests {
     @Test func subscriberKilledMidStreamResumesWithNothingLostOrRepeated() throws {
         let bench = try benchExecutable()
         let dir = TemporaryDirectory()

@@ -7,12 +7,13 @@ import FeedSQLite
 import FeedStorage
 import FeedTestSupport
 import Foundation
+import FeedTestThreads
 import Testing
 
 /// The threading contract of delivery and projections (`Docs/Architecture.md`, "Threading contract"), each rule
 /// driven deterministically: the interleaving that used to deadlock is forced with semaphores, and every wait has a
 /// bound, so a regression fails instead of hanging.
-@Suite struct DeliveryContractTests {
+@Suite(.ownThreads) struct DeliveryContractTests {
     /// The issue-11 cycle, forced: thread B runs a detail projection's like effect; thread A delivers another
     /// commit's event to that projection while B's effect is still running; B's effect then commits and waits for
     /// delivery. Before the fix, A waited for B's loop and B for A's delivery, forever.

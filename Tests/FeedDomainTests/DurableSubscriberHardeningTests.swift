@@ -8,10 +8,11 @@ import FeedMigrations
 import FeedStorage
 import FeedTestSupport
 import Foundation
+import FeedTestThreads
 import Testing
 
 /// Issue 11: durable subscribers under a shared name, `stop()` from callbacks, bulk loads, and no reachable sender.
-@Suite(.serialized) struct DurableSubscriberHardeningTests {
+@Suite(.serialized, .ownThreads) struct DurableSubscriberHardeningTests {
     // MARK: - Two instances under one name
 
     @Test(arguments: TestBackend.allCases)

@@ -6,9 +6,10 @@ import FeedPublishers
 import FeedStorage
 import FeedTestSupport
 import Foundation
+import FeedTestThreads
 import Testing
 
-@Suite struct FeedServiceTests {
+@Suite(.ownThreads) struct FeedServiceTests {
     @Test(arguments: TestBackend.allCases) func likeChangesOnceAndIsIdempotent(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
         guard let service = try makeService(in: dir, on: backend) else { return }

@@ -7,12 +7,13 @@ import FeedSQLite
 import FeedStorage
 import FeedTestSupport
 import Foundation
+import FeedTestThreads
 import Testing
 
 /// Group commit (issue 14): overlapping callers share a transaction, each caller's commands stay isolated, every
 /// caller returns only after the commit that holds its commands, events keep commit order, and an acknowledged
 /// command survives a SIGKILL.
-@Suite(.serialized) struct GroupCommitTests {
+@Suite(.serialized, .ownThreads) struct GroupCommitTests {
     /// Waits (bounded, polling a condition the test cannot observe as an event) until `predicate` holds.
     private func eventually(seconds: Double = 10, _ predicate: () -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)

@@ -3,11 +3,12 @@ import FeedDomain
 import FeedSync
 import FeedTestSupport
 import Foundation
+import FeedTestThreads
 import Testing
 
 /// The change feed on PostgreSQL: other services' commits (other machines) arrive by `LISTEN`/`NOTIFY`, well
 /// before the poll interval; a lost listening session is reported once and the feed carries on by itself.
-@Suite struct PostgresChangeFeedTests {
+@Suite(.ownThreads) struct PostgresChangeFeedTests {
     @Test func aCommitOnAnotherServiceArrivesLongBeforeThePollInterval() throws {
         let dir = TemporaryDirectory()
         guard let url = try TestBackend.postgresql.makeLocation(in: dir, "feed_notify") else { return }

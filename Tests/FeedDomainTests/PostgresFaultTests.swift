@@ -3,6 +3,7 @@ import FeedCore
 import FeedDomain
 import FeedTestSupport
 import Foundation
+import FeedTestThreads
 import Testing
 
 /// Issue 13, item 3: faults with real processes and a real server — concurrent client processes, clients killed
@@ -11,7 +12,7 @@ import Testing
 ///
 /// `FEEDSYNC_FAULT_COMMANDS` (default 5000) sets the commands per client process of the random-commands test;
 /// `FEEDSYNC_FAULT_KILLS` (default 25) the number of SIGKILLs.
-@Suite(.serialized) struct PostgresFaultTests {
+@Suite(.serialized, .ownThreads) struct PostgresFaultTests {
     static let commandsPerClient = environmentInt("FEEDSYNC_FAULT_COMMANDS", 5000)
     static let kills = environmentInt("FEEDSYNC_FAULT_KILLS", 25)
 

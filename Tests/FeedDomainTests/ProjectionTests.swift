@@ -6,9 +6,10 @@ import FeedPublishers
 import FeedStorage
 import FeedTestSupport
 import Foundation
+import FeedTestThreads
 import Testing
 
-@Suite struct ProjectionTests {
+@Suite(.ownThreads) struct ProjectionTests {
     let t0 = Date(timeIntervalSince1970: 1_700_000_000)
 
     func post(_ id: String, likes: Int = 0, sequence: Int64) -> Post {
@@ -155,7 +156,7 @@ import Testing
     }
 }
 
-@Suite struct ActionStreamTests {
+@Suite(.ownThreads) struct ActionStreamTests {
     enum ViewAction: Sendable, Equatable { case tapped, refresh }
 
     /// Seed 003's view: it knows only its weak listener.

@@ -5,9 +5,10 @@ import FeedSQLite
 import FeedStorage
 import FeedTestSupport
 import Foundation
+import FeedTestThreads
 import Testing
 
-@Suite(.serialized) struct ReliabilityTests {
+@Suite(.serialized, .ownThreads) struct ReliabilityTests {
     /// Processes and commands per process; `FEEDSYNC_LOAD_OPS` changes the count.
     static let loadProcesses = 4
     static let loadOps = Int(ProcessInfo.processInfo.environment["FEEDSYNC_LOAD_OPS"] ?? "") ?? 5000

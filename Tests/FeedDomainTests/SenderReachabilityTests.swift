@@ -6,12 +6,13 @@ import FeedPublishers
 import FeedStorage
 import FeedTestSupport
 import Foundation
+import FeedTestThreads
 import Testing
 
 /// Nothing the library hands out can be turned into a sender: a recursive `Mirror` walk from each public object —
 /// in use, with subscribers attached and events delivered — reaches no subject, no subscriber and no closure that
 /// would let outside code forge an event or a state.
-@Suite struct SenderReachabilityTests {
+@Suite(.ownThreads) struct SenderReachabilityTests {
     /// The service, and through it the store and the bridge with its sequencer.
     @Test func serviceAndBridgeReachNoSender() throws {
         let dir = TemporaryDirectory()

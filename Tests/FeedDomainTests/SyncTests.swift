@@ -7,9 +7,10 @@ import FeedSQLite
 import FeedStorage
 import FeedTestSupport
 import Foundation
+import FeedTestThreads
 import Testing
 
-@Suite struct DurableSubscriberTests {
+@Suite(.ownThreads) struct DurableSubscriberTests {
     @Test(arguments: TestBackend.allCases) func catchesUpThenFollowsWithNoGapAndNoDuplicateWhileWritesArrive(on backend: TestBackend) throws
     {
         let dir = TemporaryDirectory()
@@ -166,7 +167,7 @@ import Testing
     }
 }
 
-@Suite struct ChangeFeedTests {
+@Suite(.ownThreads) struct ChangeFeedTests {
     @Test(arguments: TestBackend.allCases) func changesFromAnotherConnectionReachTheBridgeInOrderOnce(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
         guard let location = try backend.makeLocation(in: dir) else { return }

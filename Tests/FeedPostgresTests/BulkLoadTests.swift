@@ -2,9 +2,10 @@ import FeedCore
 import FeedPostgres
 import FeedTestSupport
 import Foundation
+import FeedTestThreads
 import Testing
 
-@Suite struct BulkLoadTests {
+@Suite(.ownThreads) struct BulkLoadTests {
     @Test func aBulkLoadCopiesRowsKeepsCountsAndRecordsTheBaseline() throws {
         guard let db = try TestDatabase.make("bulk_copy") else { return }
         let backend = db.backend

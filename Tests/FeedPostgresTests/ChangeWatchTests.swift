@@ -2,9 +2,10 @@ import FeedCore
 import FeedPostgres
 import FeedTestSupport
 import Foundation
+import FeedTestThreads
 import Testing
 
-@Suite struct ChangeWatchTests {
+@Suite(.ownThreads) struct ChangeWatchTests {
     @Test func pollReportsAMovedLogHead() throws {
         guard let db = try TestDatabase.make("watch_poll") else { return }
         let watch = try db.backend.makeChangeWatch(watchFiles: true)

@@ -2,9 +2,10 @@ import FeedCore
 import FeedPostgres
 import FeedTestSupport
 import Foundation
+import FeedTestThreads
 import Testing
 
-@Suite struct ConnectionTests {
+@Suite(.ownThreads) struct ConnectionTests {
     /// Opens `count` pooled connections at once: `count` reads that each wait until all have started.
     private func openConnections(_ backend: PostgresBackend, count: Int) {
         let started = DispatchSemaphore(value: 0)

@@ -2,9 +2,10 @@ import FeedCore
 import FeedPostgres
 import FeedTestSupport
 import Foundation
+import FeedTestThreads
 import Testing
 
-@Suite struct ErrorMappingTests {
+@Suite(.ownThreads) struct ErrorMappingTests {
     @Test func aDuplicateUserIsUserAlreadyExistsAndTheTransactionGoesOn() throws {
         guard let db = try TestDatabase.make("errors_user") else { return }
         try seedUsersAndPost(db.backend)

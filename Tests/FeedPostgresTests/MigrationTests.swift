@@ -3,9 +3,10 @@ import FeedMigrations
 import FeedPostgres
 import FeedTestSupport
 import Foundation
+import FeedTestThreads
 import Testing
 
-@Suite struct MigrationTests {
+@Suite(.ownThreads) struct MigrationTests {
     /// The tables of the database and its recorded migrations: what "nothing written" compares.
     private func snapshot(_ url: String) throws -> [[DatabaseValue]] {
         let tables = try PostgresAdmin.execute(

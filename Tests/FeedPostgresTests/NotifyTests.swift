@@ -2,11 +2,12 @@ import FeedCore
 @testable import FeedPostgres
 import FeedTestSupport
 import Foundation
+import FeedTestThreads
 import Testing
 
 /// `LISTEN`/`NOTIFY`: commits reach other backends' watches at once; the notification is sent after the commit, by
 /// the notifier's own session, which writers never wait for.
-@Suite struct NotifyTests {
+@Suite(.ownThreads) struct NotifyTests {
     @Test func aCommitByAnotherBackendWakesAWaitingWatch() throws {
         guard let db = try TestDatabase.make("notify_wakes") else { return }
         let watch = try db.backend.makeChangeWatch(watchFiles: false)

@@ -2,11 +2,12 @@ import FeedCore
 import FeedPostgres
 import FeedTestSupport
 import Foundation
+import FeedTestThreads
 import Testing
 
 /// The transactional-outbox gap: a seq taken at insert is not commit order. With the event-log head lock, a later
 /// appender waits for the earlier one, so readers never see a hole that fills in later.
-@Suite struct OrderingTests {
+@Suite(.ownThreads) struct OrderingTests {
     /// The sessions of the test database waiting for a lock.
     private func lockWaiters(_ db: TestDatabase) throws -> Int64 {
         try db.admin(

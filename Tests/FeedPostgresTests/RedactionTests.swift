@@ -2,9 +2,10 @@ import FeedCore
 import FeedPostgres
 import FeedTestSupport
 import Foundation
+import FeedTestThreads
 import Testing
 
-@Suite struct RedactionTests {
+@Suite(.ownThreads) struct RedactionTests {
     @Test(arguments: [
         ("postgresql://app:s3cret@db:5432/feed?sslmode=require", "postgresql://app@db:5432/feed?sslmode=require"),
         ("postgres://app:s3cret@db/feed", "postgres://app@db/feed"),

@@ -2,9 +2,10 @@ import FeedCore
 import FeedPostgres
 import FeedTestSupport
 import Foundation
+import FeedTestThreads
 import Testing
 
-@Suite struct TransactionTests {
+@Suite(.ownThreads) struct TransactionTests {
     @Test func likingAndUnlikingAreIdempotentAndKeepTheCount() throws {
         guard let db = try TestDatabase.make("tx_likes") else { return }
         try seedUsersAndPost(db.backend)

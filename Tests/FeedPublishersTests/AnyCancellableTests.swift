@@ -1,8 +1,9 @@
 import FeedPublishers
 import Synchronization
+import FeedTestThreads
 import Testing
 
-@Suite struct AnyCancellableTests {
+@Suite(.ownThreads) struct AnyCancellableTests {
     @Test func cancelsOnDeinitExactlyOnce() {
         let calls = Atomic<Int>(0)
         do {

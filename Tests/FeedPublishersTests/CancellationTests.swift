@@ -1,8 +1,9 @@
 import FeedPublishers
 import Synchronization
+import FeedTestThreads
 import Testing
 
-@Suite struct CancellationTests {
+@Suite(.ownThreads) struct CancellationTests {
     @Test func noValueReachesSubscriberAfterCancel() {
         let sut = PassthroughPublisher<Int, Never>()
         let received = Received<Int>()

@@ -1,7 +1,8 @@
 import FeedPublishers
+import FeedTestThreads
 import Testing
 
-@Suite struct CurrentValuePublisherTests {
+@Suite(.ownThreads) struct CurrentValuePublisherTests {
     typealias Tracker = TrackingSubscriber<Int, TestError>
 
     @Test func newSubscriberGetsValueCurrentAtItsFirstRequest() {

@@ -1,7 +1,8 @@
 import FeedPublishers
+import FeedTestThreads
 import Testing
 
-@Suite struct DemandTests {
+@Suite(.ownThreads) struct DemandTests {
     typealias Demand = Subscribers.Demand
 
     @Test func finiteDemandsAddSubtractAndMultiply() {

@@ -1,8 +1,9 @@
 import FeedPublishers
 import Synchronization
+import FeedTestThreads
 import Testing
 
-@Suite struct EventPublisherTests {
+@Suite(.ownThreads) struct EventPublisherTests {
     @Test func loggerRunsOncePerSendBeforeDelivery() {
         let log = Received<String>()
         let sut = EventPublisher<Int> { log.append("log \($0)") }

@@ -1,7 +1,8 @@
 import FeedPublishers
+import FeedTestThreads
 import Testing
 
-@Suite struct OperatorTests {
+@Suite(.ownThreads) struct OperatorTests {
     @Test func mapTransformsValues() {
         let sut = PassthroughPublisher<Int, Never>()
         let received = Received<String>()

@@ -1,7 +1,8 @@
 import FeedPublishers
+import FeedTestThreads
 import Testing
 
-@Suite struct PassthroughPublisherTests {
+@Suite(.ownThreads) struct PassthroughPublisherTests {
     typealias Tracker = TrackingSubscriber<Int, TestError>
 
     @Test func dropsValueForSubscriberWithoutDemand() {

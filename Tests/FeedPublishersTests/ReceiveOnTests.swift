@@ -2,9 +2,10 @@ import Dispatch
 import FeedPublishers
 import Foundation
 import Synchronization
+import FeedTestThreads
 import Testing
 
-@Suite struct ReceiveOnTests {
+@Suite(.ownThreads) struct ReceiveOnTests {
     @Test func deliversOnTheQueueInOrderWithoutLosingEarlyValues() {
         let queue = DispatchQueue(label: "receive-on-test")
         let key = DispatchSpecificKey<Int>()

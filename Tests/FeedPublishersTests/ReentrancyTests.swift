@@ -1,8 +1,9 @@
 import FeedPublishers
 import Synchronization
+import FeedTestThreads
 import Testing
 
-@Suite struct ReentrancyTests {
+@Suite(.ownThreads) struct ReentrancyTests {
     @Test func subscriberMaySendFromInsideReceive() {
         let sut = PassthroughPublisher<Int, Never>()
         let a = Received<Int>()

@@ -1,8 +1,9 @@
 import FeedPublishers
 import Synchronization
+import FeedTestThreads
 import Testing
 
-@Suite struct RetainCycleTests {
+@Suite(.ownThreads) struct RetainCycleTests {
     @Test func droppingTheCancellableFreesSubscriberAndPublisher() {
         weak var weakSubject: PassthroughPublisher<Int, Never>?
         weak var weakProbe: LifetimeProbe?

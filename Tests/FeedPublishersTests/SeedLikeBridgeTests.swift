@@ -1,5 +1,6 @@
 import FeedPublishers
 import Foundation
+import FeedTestThreads
 import Testing
 
 // Seed 004's example, pasted with SwiftUI removed: the feed list and detail views became a
@@ -72,7 +73,7 @@ struct DetailView {
     }
 }
 
-@Suite struct SeedLikeBridgeTests {
+@Suite(.ownThreads) struct SeedLikeBridgeTests {
     @Test @MainActor func feedShowsPostLikedInDetailThenUnliked() async {
         let feed = FeedListView()
         feed.onAppear()

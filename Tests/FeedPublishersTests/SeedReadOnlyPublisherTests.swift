@@ -1,4 +1,5 @@
 import FeedPublishers
+import FeedTestThreads
 import Testing
 
 // Seed 000's example, pasted with SwiftUI removed: `: ObservableObject` dropped, `@Published`
@@ -80,7 +81,7 @@ struct ChildViewBuilder {
     }
 }
 
-@Suite struct SeedReadOnlyPublisherTests {
+@Suite(.ownThreads) struct SeedReadOnlyPublisherTests {
     @Test @MainActor func childCountFollowsParentTaps() {
         let viewModel = ParentViewModel()
         let child = ChildViewBuilder().build(readOnlyCurrentValuePublisher: viewModel.currentValuePublisher)

@@ -1,8 +1,9 @@
 import FeedPublishers
 import Synchronization
+import FeedTestThreads
 import Testing
 
-@Suite struct StressTests {
+@Suite(.ownThreads) struct StressTests {
     /// One sink's check: values strictly increasing, none after cancel returned.
     final class OrderCheck: Sendable {
         private struct State {

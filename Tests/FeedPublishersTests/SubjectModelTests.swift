@@ -1,8 +1,9 @@
 import FeedPublishers
+import FeedTestThreads
 import Testing
 
 /// The subjects against the reference model of `shared/COMBINE-SEMANTICS.md` (`Support/SubjectModel.swift`).
-@Suite struct SubjectModelTests {
+@Suite(.ownThreads) struct SubjectModelTests {
     typealias Tracker = TrackingSubscriber<Int, TestError>
 
     // MARK: - Randomized scripts

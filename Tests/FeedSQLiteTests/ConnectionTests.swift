@@ -1,9 +1,10 @@
 import FeedSQLite
 import FeedTestSupport
 import Foundation
+import FeedTestThreads
 import Testing
 
-@Suite struct ConnectionTests {
+@Suite(.ownThreads) struct ConnectionTests {
     @Test func typedBindingsRoundTrip() throws {
         let db = try Connection(location: .inMemory)
         try db.execute("CREATE TABLE t (i INTEGER, r REAL, s TEXT, b BLOB, n)")

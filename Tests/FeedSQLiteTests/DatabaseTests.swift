@@ -1,9 +1,10 @@
 import FeedSQLite
 import FeedTestSupport
 import Foundation
+import FeedTestThreads
 import Testing
 
-@Suite struct DatabaseTests {
+@Suite(.ownThreads) struct DatabaseTests {
     @Test func readWhileAnotherConnectionHoldsAWriteTransactionNeitherBlocksNorFails() throws {
         let dir = TemporaryDirectory()
         let database = try Database(path: dir.file("db.sqlite"))
@@ -128,7 +129,7 @@ import Testing
 }
 
 /// Opening without writing: validation before the WAL switch, read-only databases that tidy up, literal paths.
-@Suite struct OpeningWithoutWritingTests {
+@Suite(.ownThreads) struct OpeningWithoutWritingTests {
     struct Refused: Error {}
 
     /// A database file in rollback-journal mode (`journal_mode=DELETE`) with one table and one row.

@@ -5,9 +5,10 @@ import FeedSQLite
 @testable import FeedStorage
 import FeedTestSupport
 import Foundation
+import FeedTestThreads
 import Testing
 
-@Suite struct MigratorTests {
+@Suite(.ownThreads) struct MigratorTests {
     @Test func migratesAnEmptyDatabaseToTheLatestVersion() throws {
         let dir = TemporaryDirectory()
         let database = try Database(path: dir.file("db.sqlite"))

@@ -3,9 +3,10 @@ import FeedSQLite
 import FeedStorage
 import FeedTestSupport
 import Foundation
+import FeedTestThreads
 import Testing
 
-@Suite struct RepositoryTests {
+@Suite(.ownThreads) struct RepositoryTests {
     let now = Date(timeIntervalSince1970: 1_700_000_000)
 
     func seeded() throws -> FeedStore {
@@ -216,7 +217,7 @@ import Testing
     }
 }
 
-@Suite struct CloseTests {
+@Suite(.ownThreads) struct CloseTests {
     @Test func closingTheStoreCheckpointsAndRemovesTheWAL() throws {
         let dir = TemporaryDirectory()
         let path = dir.file("db.sqlite")

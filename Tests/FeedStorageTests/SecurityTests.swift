@@ -1,9 +1,10 @@
 import FeedCore
 import FeedStorage
 import Foundation
+import FeedTestThreads
 import Testing
 
-@Suite struct SecurityTests {
+@Suite(.ownThreads) struct SecurityTests {
     static let sourcesFolder = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Sources")
