@@ -137,7 +137,10 @@ let package = Package(
         ),
         .testTarget(
             name: "FeedStorageTests",
-            dependencies: ["FeedCore", "FeedStorage", "FeedSQLite", "FeedMigrations", "FeedChecksum", "FeedTestSupport", "FeedTestThreads"],
+            dependencies: [
+                "FeedCore", "FeedStorage", "FeedSQLite", "FeedMigrations", "FeedChecksum", "FeedTestSupport",
+                "FeedTestThreads",
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(
