@@ -257,6 +257,10 @@ public final class PostgresBackend: FeedBackend {
     /// Whether the calling thread is inside ``write(_:afterCommit:)`` or ``bulkLoad(_:)`` of this backend.
     public var isWritingOnCurrentThread: Bool { writers.containsCurrentThread }
 
+    /// The pool's size: write transactions do their row work in parallel, each on a connection of its own, and
+    /// queue only on the `event_log_head` row for their event append and commit.
+    public var concurrentWriteTransactions: Int { options.maximumConnections }
+
     private func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         do {
             return try pool.withConnection(body)

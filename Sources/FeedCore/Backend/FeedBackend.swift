@@ -40,6 +40,11 @@ public protocol FeedBackend: AnyObject, Sendable {
     /// from there would wait for itself).
     var isWritingOnCurrentThread: Bool { get }
 
+    /// How many write transactions can do useful work at once: SQLite 1 (one writer per database file); PostgreSQL
+    /// its pool size (transactions do their row work in parallel and queue only for the event append and commit).
+    /// The domain's group commit runs up to this many batches at once, grouping callers only beyond it.
+    var concurrentWriteTransactions: Int { get }
+
     /// The schema versions: the database's, this binary's, and the migrations the database still needs.
     func schemaStatus() throws -> SchemaStatus
 

@@ -43,22 +43,26 @@ public protocol FeedTransaction: AnyObject {
 
     // MARK: The event log
 
-    /// Takes this transaction's turn at the event log now, before it changes anything: call it first in every
-    /// transaction that will append events.
+    /// Appends an event in this transaction and returns it with its seq: ``appendEvents(_:)`` with one draft.
     ///
-    /// Event-writing transactions commit one at a time in seq order on every backend. Taking that turn first means
-    /// every such transaction takes its locks in the same order — the log, then rows — so two of them never
-    /// deadlock (PostgreSQL: the `event_log_head` row lock; without it, a transaction holding the head and waiting
-    /// for a post's row, and another holding that row and waiting for the head, deadlocked). SQLite: nothing to do,
-    /// its write transactions are already one at a time.
-    func reserveEventLog() throws
-    /// Appends an event in this transaction and returns it with its seq.
+    /// Call it after the transaction's last row change (see ``appendEvents(_:)``).
+    func appendEvent(kind: EventKind, userID: String, postID: String?, likeCount: Int?, at time: Date) throws -> EventRecord
+    /// Appends `drafts` in this transaction, in order, and returns them with their seqs (consecutive, in the
+    /// drafts' order).
     ///
     /// Seqs are dense and in commit order on every backend: once a reader has read through seq P, no event at
     /// or before P ever appears later. A backend whose sequence is taken at insert (PostgreSQL) must make this
-    /// true by its own means (the event-log head lock, see `Docs/Storage.md`).
-    func appendEvent(kind: EventKind, userID: String, postID: String?, likeCount: Int?, at time: Date) throws -> EventRecord
+    /// true by its own means — on PostgreSQL the `event_log_head` row lock, held from the append to the commit, so
+    /// event-writing transactions commit one at a time in seq order (see `Docs/Storage.md`).
+    ///
+    /// **Call it last**, after every row change of the transaction, and append once: the log is the last lock an
+    /// event-writing transaction takes. Then the holder of the log's turn waits for nothing but its own commit,
+    /// so no two transactions deadlock on it (PostgreSQL: one holding the head and waiting for a post's row while
+    /// another holds that row and waits for the head), and transactions do their row work in parallel, queueing
+    /// only for the append and the commit. SQLite: its write transactions are one at a time anyway.
+    func appendEvents(_ drafts: [EventDraft]) throws -> [EventRecord]
     /// Appends a like or unlike event carrying the post's like count after the change (read in this transaction).
+    /// Call it last, as ``appendEvents(_:)``.
     func appendLikeChange(_ kind: EventKind, userID: String, postID: String, postKey: Int64, at time: Date) throws -> EventRecord
     /// Events with `seq > after`, in order, up to `limit` (all when `nil`).
     func events(after seq: Int64, limit: Int?) throws -> [EventRecord]

@@ -3,22 +3,26 @@ internal import Foundation
 
 /// Group commit for like commands: callers that overlap share one write transaction.
 ///
-/// Each caller adds a **unit** (its commands, which must commit or fail together) to a queue. The first caller to
-/// find nobody leading becomes the **leader**: it takes every waiting unit (up to ``maximumBatch``), runs them in
-/// one `IMMEDIATE` transaction — each unit inside its own `SAVEPOINT` when there are several, so a unit that fails
-/// (an unknown post, a constraint) is rolled back alone and fails only its caller — commits, hands the committed
+/// Each caller adds a **unit** (its commands, which must commit or fail together). Up to
+/// ``FeedBackend/concurrentWriteTransactions`` callers at once — one on SQLite, the pool's size on PostgreSQL —
+/// find a free slot and become **leaders**; a caller that finds every slot taken queues its unit and waits. A
+/// leader runs its own unit and every queued one (up to ``maximumBatch``) in one write transaction — each unit
+/// inside its own `SAVEPOINT` when there are several, so a unit that fails (an unknown post, a constraint) is
+/// rolled back alone and fails only its caller —, appends the batch's events after the last row change (the log
+/// is the last lock a transaction takes, see ``FeedTransaction/appendEvents(_:)``), commits, hands the committed
 /// range of events to the sequencer while it still holds the writer connection, and wakes each caller of the
 /// batch on the caller's own semaphore (no broadcast: nobody wakes only to wait again). If units queued up
-/// meanwhile, it hands leadership to the oldest one's caller and returns; that caller leads the next batch. A
+/// meanwhile, it hands its slot to the oldest one's caller and returns; that caller leads the next batch. A
 /// caller never returns before the `COMMIT` that holds its command, and a failed `COMMIT` fails every unit of
-/// its batch.
+/// its batch. So on PostgreSQL concurrent callers run their row work in parallel, each on a connection of its
+/// own, and are grouped only beyond the pool's size; on SQLite, whose writer is one, they are grouped at once.
 ///
 /// **Gathering.** When several callers were active recently, a leader first waits a little — at most
 /// ``gatheringWindow``, yielding the processor — for as many units as the last batch held, so that callers that
 /// are just coming back with their next command join this transaction instead of waiting for the next one.
 /// One caller alone never waits.
 ///
-/// The leader runs no callback and waits only for the writer connection and SQLite's file lock; it marks its
+/// A leader runs no callback and waits only for the writer connection and the database's locks; it marks its
 /// thread as holding the ``DrainLevel/writer`` role (the lowest level), so any thread — even one delivering
 /// events or running a projection — may wait for it without closing a cycle (see `Docs/Architecture.md`).
 final class GroupCommit: Sendable {
@@ -45,15 +49,17 @@ final class GroupCommit: Sendable {
         }
     }
 
-    /// Applies one unit's commands inside the current transaction, appending their events.
-    typealias Apply = @Sendable (any FeedTransaction, [LikeCommand], Date, inout [EventRecord]) throws -> [LikeResult]
+    /// Applies one unit's commands inside the current transaction, drafting one event per change (appended later,
+    /// after the batch's last row change); the changed results get their seqs once the drafts were appended.
+    typealias Apply = @Sendable (any FeedTransaction, [LikeCommand], Date, inout [EventDraft]) throws -> [LikeResult]
 
     /// How long a leader waits, at most, for more callers' units before it begins.
     static let gatheringWindow: Duration = .microseconds(50)
 
     private struct Queue {
         var pending: [Unit] = []
-        var leading = false
+        /// Callers leading a batch now, at most `slots`.
+        var leaders = 0
         var lastBatch = 0
         var transactions = 0
         var units = 0
@@ -64,9 +70,12 @@ final class GroupCommit: Sendable {
     private let backend: any FeedBackend
     private let sequencer: EventSequencer
     private let apply: Apply
+    /// How many batches may run at once: the backend's ``FeedBackend/concurrentWriteTransactions``.
+    private let slots: Int
 
     init(backend: any FeedBackend, sequencer: EventSequencer, apply: @escaping Apply) {
         self.backend = backend
+        self.slots = max(1, backend.concurrentWriteTransactions)
         self.sequencer = sequencer
         self.apply = apply
     }
@@ -92,56 +101,52 @@ final class GroupCommit: Sendable {
             unit.outcome = .failure(Self.nestedWriteError(backend))
             return unit
         }
-        var leads = queueState.withLock { queue -> Bool in
-            queue.pending.append(unit)
-            if queue.leading {
-                unit.wake = DispatchSemaphore(value: 0)
-                return false
+        let leads = queueState.withLock { queue -> Bool in
+            if queue.leaders < slots {
+                // A free slot: nobody queues (units queue only while every slot is taken), so this caller leads.
+                queue.leaders += 1
+                return true
             }
-            queue.leading = true
-            return true
+            unit.wake = DispatchSemaphore(value: 0)
+            queue.pending.append(unit)
+            return false
         }
-        while !leads, let wake = unit.wake {
+        if !leads, let wake = unit.wake {
             wake.wait()
+            // Woken with an outcome: a leader ran the unit. Without one: a leader handed this caller its slot.
             if unit.outcome != nil { return unit }
-            leads = true  // woken without an outcome: leadership was handed to this caller
         }
-        lead(until: unit)
+        lead(with: unit)
         precondition(unit.outcome != nil, "GroupCommit: a unit returned unprocessed")
         return unit
     }
 
-    /// Runs batches until the one holding `own` committed, then hands leadership on (or gives it up).
-    private func lead(until own: Unit) {
+    /// Runs `own` and the units queued behind it in one batch, then hands the slot on (or gives it up).
+    private func lead(with own: Unit) {
         let previous = DrainContext.enter(.writer)
         defer { DrainContext.restore(previous) }
-        while own.outcome == nil {
-            gather()
-            let batch = queueState.withLock { queue -> [Unit] in
-                let count = min(queue.pending.count, GroupCommit.maximumBatch)
-                let batch = Array(queue.pending.prefix(count))
-                queue.pending.removeFirst(count)
-                queue.taken += count
-                return batch
-            }
-            Self.process(batch, backend: backend, sequencer: sequencer, apply: apply)
-            let next = queueState.withLock { queue -> Unit? in
-                queue.transactions += 1
-                queue.units += batch.count
-                queue.lastBatch = batch.count
-                if own.outcome != nil {
-                    guard let next = queue.pending.first else {
-                        queue.leading = false
-                        return nil
-                    }
-                    return next
-                }
+        gather()
+        let batch = queueState.withLock { queue -> [Unit] in
+            let count = min(queue.pending.count, GroupCommit.maximumBatch - 1)
+            let batch = [own] + queue.pending.prefix(count)
+            queue.pending.removeFirst(count)
+            queue.taken += batch.count
+            return batch
+        }
+        Self.process(batch, backend: backend, sequencer: sequencer, apply: apply)
+        let next = queueState.withLock { queue -> Unit? in
+            queue.transactions += 1
+            queue.units += batch.count
+            queue.lastBatch = batch.count
+            guard !queue.pending.isEmpty else {
+                queue.leaders -= 1
                 return nil
             }
-            for unit in batch where unit !== own { unit.wake?.signal() }
-            // Hand leadership to the oldest waiting caller: it leads the next batch while this caller returns.
-            next?.wake?.signal()
+            return queue.pending.removeFirst()
         }
+        for unit in batch where unit !== own { unit.wake?.signal() }
+        // Hand the slot to the oldest waiting caller: it leads the next batch while this caller returns.
+        next?.wake?.signal()
     }
 
     /// Waits, at most ``gatheringWindow``, for as many units as the last batch held, when that was more than one.
@@ -172,26 +177,32 @@ final class GroupCommit: Sendable {
             // an earlier attempt — every unit's outcome and the events are set anew.
             _ = try backend.write(
                 { tx -> (after: Int64, events: [EventRecord]) in
-                    var events: [EventRecord] = []
-                    try tx.reserveEventLog()
+                    var drafts: [EventDraft] = []
+                    var done: [(unit: Unit, results: [LikeResult], drafts: Range<Int>)] = []
                     if batch.count == 1 {
                         // Alone: the transaction itself isolates the unit; no savepoint to pay for.
-                        let unit = batch[0]
-                        unit.outcome = .success(try apply(tx, unit.commands, unit.now, &events))
-                        unit.lastSeq = events.last?.seq
+                        let results = try apply(tx, batch[0].commands, batch[0].now, &drafts)
+                        done.append((batch[0], results, 0..<drafts.count))
                     } else {
                         for unit in batch {
-                            let mark = events.count
+                            let mark = drafts.count
                             do {
-                                let results = try tx.savepoint { try apply(tx, unit.commands, unit.now, &events) }
-                                unit.outcome = .success(results)
-                                unit.lastSeq = events.count > mark ? events.last?.seq : nil
+                                let results = try tx.savepoint { try apply(tx, unit.commands, unit.now, &drafts) }
+                                done.append((unit, results, mark..<drafts.count))
                             } catch {
-                                events.removeSubrange(mark...)
+                                drafts.removeSubrange(mark...)
                                 unit.outcome = .failure(FeedError.wrap(error))
                                 unit.lastSeq = nil
                             }
                         }
+                    }
+                    // The log last, after every row change of the batch: see FeedTransaction.appendEvents.
+                    var events = try tx.appendEvents(drafts)
+                    for (unit, results, range) in done {
+                        var results = results
+                        FeedService.assignSeqs(&results, from: events[range])
+                        unit.outcome = .success(results)
+                        unit.lastSeq = range.isEmpty ? nil : events[range.upperBound - 1].seq
                     }
                     // Other processes' events committed since the highest seq known here go out first.
                     let after = try sequencer.completeRange(&events, in: tx) ?? 0

@@ -51,8 +51,8 @@ public final class FeedService: Sendable {
         self.bridge = bridge
         self.date = date
         self.uuid = uuid
-        group = GroupCommit(backend: backend, sequencer: bridge.sequencer) { [userKeys, postKeys] tx, commands, now, events in
-            try Self.apply(commands, at: now, tx: tx, events: &events, userKeys: userKeys, postKeys: postKeys)
+        group = GroupCommit(backend: backend, sequencer: bridge.sequencer) { [userKeys, postKeys] tx, commands, now, drafts in
+            try Self.apply(commands, at: now, tx: tx, drafts: &drafts, userKeys: userKeys, postKeys: postKeys)
         }
         do {
             let last = try backend.readOnce { tx in try tx.lastSeq() }
@@ -149,9 +149,11 @@ public final class FeedService: Sendable {
         }
     }
 
-    /// Applies like commands inside the current transaction; appends one event per change.
+    /// Applies like commands inside the current transaction and drafts one event per change (in command order);
+    /// the caller appends the drafts after the transaction's last row change (``FeedTransaction/appendEvents(_:)``)
+    /// and gives each changed result its seq with ``assignSeqs(_:from:)``.
     private static func apply(
-        _ commands: [LikeCommand], at now: Date, tx: any FeedTransaction, events: inout [EventRecord],
+        _ commands: [LikeCommand], at now: Date, tx: any FeedTransaction, drafts: inout [EventDraft],
         userKeys: Locked<[String: Int64]>, postKeys: Locked<[String: Int64]>
     ) throws -> [LikeResult] {
         var results: [LikeResult] = []
@@ -172,23 +174,31 @@ public final class FeedService: Sendable {
                     change = .liked
                 }
             }
+            guard let count = try tx.likeCount(postKey: keys.post) else { throw FeedError.postNotFound(command.postID) }
             if let change {
-                let event = try tx.appendLikeChange(
-                    change, userID: command.userID, postID: command.postID, postKey: keys.post, at: now)
-                events.append(event)
-                results.append(
-                    LikeResult(
-                        postID: command.postID, userID: command.userID, liked: change == .liked,
-                        likeCount: event.likeCount ?? 0, changed: true, seq: event.seq))
-            } else {
-                let count = try tx.likeCount(postKey: keys.post) ?? 0
-                results.append(
-                    LikeResult(
-                        postID: command.postID, userID: command.userID, liked: command.action == .like,
-                        likeCount: count, changed: false, seq: nil))
+                drafts.append(EventDraft(kind: change, userID: command.userID, postID: command.postID, likeCount: count, at: now))
             }
+            results.append(
+                LikeResult(
+                    postID: command.postID, userID: command.userID, liked: change.map { $0 == .liked } ?? (command.action == .like),
+                    likeCount: count, changed: change != nil, seq: nil))
         }
         return results
+    }
+
+    /// Gives each changed result, in order, the seq of the next of `events` (appended from the drafts ``apply``
+    /// made for those results); returns how many events it used.
+    @discardableResult
+    static func assignSeqs(_ results: inout [LikeResult], from events: ArraySlice<EventRecord>) -> Int {
+        var next = events.startIndex
+        for index in results.indices where results[index].changed {
+            let result = results[index]
+            results[index] = LikeResult(
+                postID: result.postID, userID: result.userID, liked: result.liked, likeCount: result.likeCount,
+                changed: true, seq: events[next].seq)
+            next += 1
+        }
+        return next - events.startIndex
     }
 
     // MARK: - Internals
@@ -211,7 +221,6 @@ public final class FeedService: Sendable {
             result = try backend.write(
                 { tx -> (value: T, after: Int64, events: [EventRecord]) in
                     var events: [EventRecord] = []
-                    try tx.reserveEventLog()
                     let value = try body(tx, &events)
                     // Other processes' events committed since the highest seq known here go out first.
                     let after = try sequencer.completeRange(&events, in: tx) ?? 0

@@ -53,10 +53,12 @@ final class PostgresBulkLoader: FeedBulkLoader {
         self.connection = connection
         self.location = location
         do {
-            // The log head first, as every event-writing transaction takes it first: a writer holding the head and
-            // waiting for a table this load locked, while the load waits for the head, would deadlock.
-            try connection.execute("SELECT last_seq FROM event_log_head WHERE id = 1 FOR UPDATE")
+            // The tables first, then the log head, in the order every event-writing transaction takes its locks
+            // (rows, then the head: see `FeedTransaction.appendEvents`). Taking the head first would deadlock with
+            // a writer that holds a row of these tables and waits for the head. Once the tables are ours, no writer
+            // is between its row work and its append on them; the head then waits only for a commit in progress.
             try connection.execute("LOCK TABLE users, posts, likes IN EXCLUSIVE MODE")
+            try connection.execute("SELECT last_seq FROM event_log_head WHERE id = 1 FOR UPDATE")
             try connection.execute("ALTER TABLE likes DISABLE TRIGGER likes_count_insert")
             let keys = try connection.execute(
                 """

@@ -221,13 +221,6 @@ final class PostgresTransaction: FeedTransaction {
 
     // MARK: - The event log
 
-    /// Locks the `event_log_head` row now (`FOR UPDATE`, held to the end of the transaction), before any other row,
-    /// so that event-writing transactions all lock in the same order and never deadlock on each other.
-    func reserveEventLog() throws {
-        try requireWritable()
-        _ = try run("SELECT last_seq FROM event_log_head WHERE id = 1 FOR UPDATE")
-    }
-
     /// Appends an event: takes the next seq from `event_log_head` and inserts the event, in one statement.
     ///
     /// The `UPDATE` locks the head row until this transaction ends, which is the ordering cure: another
@@ -235,8 +228,9 @@ final class PostgresTransaction: FeedTransaction {
     /// left. So seqs are dense (a rollback gives the seq back with the rest) and commit in seq order: once a reader
     /// has seen seq P, every seq up to P has committed, and no seq at or before P can appear later.
     ///
-    /// The cost: event-writing transactions are serialized from their first append to their commit. Keep work after
-    /// the first append short (the domain appends last, just before committing).
+    /// The cost: event-writing transactions are serialized from their append to their commit — which is why the
+    /// append comes last, after the transaction's row work (done in parallel with other transactions'), and the
+    /// head is the last lock such a transaction takes (so its holder waits for nothing but its commit).
     func appendEvent(kind: EventKind, userID: String, postID: String?, likeCount: Int?, at time: Date) throws -> EventRecord {
         try requireWritable()
         let stamp = millis(time)
@@ -252,13 +246,53 @@ final class PostgresTransaction: FeedTransaction {
                 likeCount.map { .integer(Int64($0)) } ?? .null,
                 .integer(stamp),
             ])
-        guard let seq = result.scalarInt64 else {
-            throw StorageError.database(
-                DatabaseFailure(backend: PostgresBackend.name, code: "P0002", message: "the event_log_head row is missing"))
-        }
+        guard let seq = result.scalarInt64 else { throw Self.missingHead }
         lastAppendedSeq = seq
         return EventRecord(seq: seq, kind: kind, userID: userID, postID: postID, likeCount: likeCount, at: date(millis: stamp))
     }
+
+    /// Appends several events in one statement (one round trip, one head update): the drafts travel as bound
+    /// arrays, unnested in order, and take the seqs after the head's, consecutively.
+    func appendEvents(_ drafts: [EventDraft]) throws -> [EventRecord] {
+        try requireWritable()
+        if drafts.count <= 1 {
+            return try drafts.map { draft in
+                try appendEvent(kind: draft.kind, userID: draft.userID, postID: draft.postID, likeCount: draft.likeCount, at: draft.at)
+            }
+        }
+        let stamps = drafts.map { millis($0.at) }
+        let result = try run(
+            """
+            WITH head AS (
+                UPDATE event_log_head SET last_seq = last_seq + $1::bigint WHERE id = 1 RETURNING last_seq - $1::bigint AS base
+            )
+            INSERT INTO events (seq, kind, user_id, post_id, like_count, at)
+            SELECT head.base + d.n, d.kind, d.user_id, d.post_id, d.like_count, d.at
+            FROM head, unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[])
+                WITH ORDINALITY AS d(kind, user_id, post_id, like_count, at, n)
+            RETURNING seq
+            """,
+            [
+                .integer(Int64(drafts.count)),
+                .text(PostgresArray.text(drafts.map { $0.kind.rawValue })),
+                .text(PostgresArray.text(drafts.map(\.userID))),
+                .text(PostgresArray.text(drafts.map(\.postID))),
+                .text(PostgresArray.integers(drafts.map { $0.likeCount.map(Int64.init) })),
+                .text(PostgresArray.integers(stamps)),
+            ])
+        guard result.rowCount == drafts.count else { throw Self.missingHead }
+        // RETURNING gives no order; the seqs are consecutive from the lowest, in the drafts' order.
+        let first = (0..<result.rowCount).compactMap { result.int64($0, 0) }.min() ?? 0
+        lastAppendedSeq = first + Int64(drafts.count) - 1
+        return drafts.enumerated().map { index, draft in
+            EventRecord(
+                seq: first + Int64(index), kind: draft.kind, userID: draft.userID, postID: draft.postID,
+                likeCount: draft.likeCount, at: date(millis: stamps[index]))
+        }
+    }
+
+    private static let missingHead = StorageError.database(
+        DatabaseFailure(backend: PostgresBackend.name, code: "P0002", message: "the event_log_head row is missing"))
 
     func appendLikeChange(_ kind: EventKind, userID: String, postID: String, postKey: Int64, at time: Date) throws -> EventRecord {
         precondition(kind == .liked || kind == .unliked, "API Violation: appendLikeChange with \(kind)")

@@ -35,6 +35,9 @@ extension FeedStore: FeedBackend {
 
     public var isWritingOnCurrentThread: Bool { database.isWritingOnCurrentThread }
 
+    /// 1: SQLite has one writer per database file.
+    public var concurrentWriteTransactions: Int { 1 }
+
     public func schemaStatus() throws -> SchemaStatus {
         try unsafeRead { db in
             SchemaStatus(

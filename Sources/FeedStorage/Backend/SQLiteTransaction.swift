@@ -74,11 +74,16 @@ public final class SQLiteTransaction: FeedTransaction {
 
     // MARK: - The event log
 
-    /// Nothing to do: an IMMEDIATE transaction already holds SQLite's only write lock.
-    public func reserveEventLog() throws {}
-
     public func appendEvent(kind: EventKind, userID: String, postID: String?, likeCount: Int?, at time: Date) throws -> EventRecord {
         try EventLog(connection).append(kind: kind, userID: userID, postID: postID, likeCount: likeCount, at: time)
+    }
+
+    /// Appends the drafts one row each; the transaction already holds SQLite's only write lock, so seqs follow.
+    public func appendEvents(_ drafts: [EventDraft]) throws -> [EventRecord] {
+        let log = EventLog(connection)
+        return try drafts.map { draft in
+            try log.append(kind: draft.kind, userID: draft.userID, postID: draft.postID, likeCount: draft.likeCount, at: draft.at)
+        }
     }
 
     public func appendLikeChange(_ kind: EventKind, userID: String, postID: String, postKey: Int64, at time: Date) throws -> EventRecord {
