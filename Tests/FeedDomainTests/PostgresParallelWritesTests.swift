@@ -25,11 +25,12 @@ import Testing
         let locked = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
         let holding = Thread {
-            _ = try? holder.write({ tx in
-                _ = try tx.fetch("SELECT like_count FROM posts WHERE id = $1 FOR UPDATE", [.text("post1")])
-                locked.signal()
-                _ = release.wait(timeout: .now() + 60)
-            }, afterCommit: { _ in })
+            _ = try? holder.write(
+                { tx in
+                    _ = try tx.fetch("SELECT like_count FROM posts WHERE id = $1 FOR UPDATE", [.text("post1")])
+                    locked.signal()
+                    _ = release.wait(timeout: .now() + 60)
+                }, afterCommit: { _ in })
         }
         holding.start()
         #expect(locked.wait(timeout: .now() + 30) == .success, "the holder did not lock post1")
