@@ -186,6 +186,32 @@ import Testing
         #expect(throws: FeedError.userNotFound("nobody")) { try service.feedPage(viewerID: "nobody", limit: 5) }
     }
 
+    @Test(arguments: TestBackend.allCases) func aViewerNotSeenBeforeIsLookedUpWithThePage(on backend: TestBackend) throws {
+        let dir = TemporaryDirectory()
+        guard let location = try backend.makeLocation(in: dir) else { return }
+        let writer = try makeService(at: location)
+        _ = try writer.like(userID: "user2", postID: "post2")
+        let everything = try writer.feedPage(viewerID: nil, limit: 3)
+        let pastTheEnd = FeedCursor(after: try #require(everything.rows.last).post)
+        // A fresh service knows no user's key: its first page for a viewer looks the viewer up (on PostgreSQL inside
+        // the page's own statement), the next one uses the cached key; both give the same page.
+        let fresh = try FeedService(location: location)
+        let first = try fresh.feedPage(viewerID: "user2", limit: 2)
+        #expect(first.rows.map(\.post.id) == ["post3", "post2"])
+        #expect(first.likedPostIDs == ["post2"])
+        #expect(try fresh.feedPage(viewerID: "user2", limit: 2) == first)
+        // A known viewer past the last post: an empty page, not an unknown user.
+        let other = try FeedService(location: location)
+        let end = try other.feedPage(viewerID: "user3", before: pastTheEnd, limit: 5)
+        #expect(end.rows.isEmpty)
+        #expect(end.nextCursor == nil)
+        #expect(try other.feedPage(viewerID: "user3", before: pastTheEnd, limit: 5) == end)
+        #expect(throws: FeedError.userNotFound("ghost")) {
+            try FeedService(location: location).feedPage(viewerID: "ghost", before: pastTheEnd, limit: 5)
+        }
+        #expect(try FeedService(location: location).feedPage(viewerID: nil, limit: 5).likedPostIDs.isEmpty)
+    }
+
     @Test(arguments: TestBackend.allCases) func generatedPostIdsComeFromTheUUIDDependency(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
         guard let location = try backend.makeLocation(in: dir) else { return }

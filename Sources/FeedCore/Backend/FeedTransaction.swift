@@ -25,6 +25,11 @@ public protocol FeedTransaction: AnyObject {
     func allUsers() throws -> [User]
     /// One feed page: posts older than `cursor` (newest first), with whether the viewer likes each.
     func feedPage(viewerKey: Int64?, before cursor: FeedCursor?, limit: Int) throws -> [FeedRow]
+    /// One feed page for a viewer known by id, and the viewer's key: ``userKey(for:)`` then
+    /// ``feedPage(viewerKey:before:limit:)`` — or, on a backend where each statement is a round trip (PostgreSQL),
+    /// both in one statement.
+    /// - Throws: `userNotFound` when `viewerID` names no user.
+    func feedPage(viewerID: String, before cursor: FeedCursor?, limit: Int) throws -> (viewerKey: Int64, rows: [FeedRow])
 
     // MARK: Likes
 
@@ -117,6 +122,12 @@ public protocol FeedTransaction: AnyObject {
 }
 
 extension FeedTransaction {
+    /// The viewer's key, then the page: two statements, for backends where a statement is cheap (SQLite).
+    public func feedPage(viewerID: String, before cursor: FeedCursor?, limit: Int) throws -> (viewerKey: Int64, rows: [FeedRow]) {
+        guard let key = try userKey(for: viewerID) else { throw StorageError.userNotFound(viewerID) }
+        return (key, try feedPage(viewerKey: key, before: cursor, limit: limit))
+    }
+
     /// Runs one statement with no arguments.
     @discardableResult
     public func execute(_ sql: String) throws -> Int { try execute(sql, []) }

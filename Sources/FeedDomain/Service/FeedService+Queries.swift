@@ -20,9 +20,17 @@ extension FeedService {
         if let viewerID { try validateID(viewerID, field: "user id") }
         do {
             return try backend.readOnce { tx in
-                let viewer = try viewerID.map { try viewerKey($0, tx: tx) }
-                // One statement: autocommit gives it one consistent snapshot.
-                let rows = try tx.feedPage(viewerKey: viewer, before: cursor, limit: limit)
+                // One statement: autocommit gives it one consistent snapshot. A viewer whose key is not cached yet
+                // is looked up in the page's statement where the backend can (PostgreSQL: one round trip).
+                let rows: [FeedRow]
+                switch (viewerID, viewerID.flatMap(cachedViewerKey)) {
+                case (let viewerID?, nil):
+                    let page = try tx.feedPage(viewerID: viewerID, before: cursor, limit: limit)
+                    rememberViewerKey(page.viewerKey, for: viewerID)
+                    rows = page.rows
+                case (_, let key):
+                    rows = try tx.feedPage(viewerKey: key, before: cursor, limit: limit)
+                }
                 let next = rows.count == limit ? rows.last.map { FeedCursor(after: $0.post) } : nil
                 return FeedPage(viewerID: viewerID, rows: rows, nextCursor: next)
             }

@@ -255,6 +255,16 @@ public final class FeedService: Sendable {
         }
     }
 
+    /// The viewer's key if it is cached.
+    func cachedViewerKey(_ viewerID: String) -> Int64? {
+        userKeys.withLock { $0[viewerID] }
+    }
+
+    /// Caches a viewer's key.
+    func rememberViewerKey(_ key: Int64, for viewerID: String) {
+        Self.remember(key, for: viewerID, in: userKeys)
+    }
+
     /// The integer key of a viewer, cached: users are never deleted, so a key never changes.
     func viewerKey(_ viewerID: String, tx: any FeedTransaction) throws -> Int64 {
         if let key = userKeys.withLock({ $0[viewerID] }) { return key }

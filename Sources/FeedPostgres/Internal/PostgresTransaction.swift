@@ -168,11 +168,44 @@ final class PostgresTransaction: FeedTransaction {
         }
     }
 
-    static func decodePost(_ result: PostgresResult, row: Int) -> Post {
+    /// The page for a viewer known by id, in one statement (one round trip): the viewer's key is looked up inside
+    /// it and comes back in the first column (`NULL`: no such user). A viewer with no page still gets one row (of
+    /// `NULL`s after that column), so an unknown viewer is told apart from an empty page.
+    static let feedPageByViewerIDSQL = """
+        SELECT v.user_key, p.id, p.author_id, p.body, p.created_at, p.like_count, p.post_key, p.liked
+        FROM (SELECT (SELECT user_key FROM users WHERE id = $1) AS user_key) v
+        LEFT JOIN LATERAL (
+            SELECT p.id, p.author_id, p.body, p.created_at, p.like_count, p.post_key,
+                   (SELECT true FROM likes l WHERE l.user_key = v.user_key AND l.post_key = p.post_key) IS NOT NULL AS liked
+            FROM posts p
+            WHERE (p.created_at, p.post_key) < ($2, $3)
+            ORDER BY p.created_at DESC, p.post_key DESC
+            LIMIT $4
+        ) p ON true
+        ORDER BY p.created_at DESC, p.post_key DESC
+        """
+
+    func feedPage(viewerID: String, before cursor: FeedCursor?, limit: Int) throws -> (viewerKey: Int64, rows: [FeedRow]) {
+        let after = cursor ?? FeedCursor(createdAtMillis: .max, sequence: .max)
+        let limitValue: DatabaseValue = limit < 0 ? .null : .integer(Int64(limit))
+        let result = try run(
+            Self.feedPageByViewerIDSQL,
+            [.text(viewerID), .integer(after.createdAtMillis), .integer(after.sequence), limitValue])
+        guard result.rowCount > 0, let key = result.int64(0, 0) else { throw StorageError.userNotFound(viewerID) }
+        if result.rowCount == 1, result.isNull(0, 1) { return (key, []) }
+        return (
+            key,
+            (0..<result.rowCount).map { row in
+                FeedRow(post: Self.decodePost(result, row: row, from: 1), liked: result.bool(row, 7) ?? false)
+            }
+        )
+    }
+
+    static func decodePost(_ result: PostgresResult, row: Int, from column: Int = 0) -> Post {
         Post(
-            id: result.string(row, 0) ?? "", authorID: result.string(row, 1) ?? "", body: result.string(row, 2) ?? "",
-            createdAt: date(millis: result.int64(row, 3) ?? 0), likeCount: Int(result.int64(row, 4) ?? 0),
-            sequence: result.int64(row, 5) ?? 0)
+            id: result.string(row, column) ?? "", authorID: result.string(row, column + 1) ?? "",
+            body: result.string(row, column + 2) ?? "", createdAt: date(millis: result.int64(row, column + 3) ?? 0),
+            likeCount: Int(result.int64(row, column + 4) ?? 0), sequence: result.int64(row, column + 5) ?? 0)
     }
 
     // MARK: - Likes
