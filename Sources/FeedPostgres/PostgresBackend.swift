@@ -257,9 +257,12 @@ public final class PostgresBackend: FeedBackend {
     /// Whether the calling thread is inside ``write(_:afterCommit:)`` or ``bulkLoad(_:)`` of this backend.
     public var isWritingOnCurrentThread: Bool { writers.containsCurrentThread }
 
-    /// The pool's size: write transactions do their row work in parallel, each on a connection of its own, and
-    /// queue only on the `event_log_head` row for their event append and commit.
-    public var concurrentWriteTransactions: Int { options.maximumConnections }
+    /// Two (one when the pool has a single connection): a batch of like commands is one statement
+    /// (`feedsync_apply_likes`), so one transaction's work is mostly the server's and its commit's WAL flush; a
+    /// second batch in flight does its row work meanwhile and queues only for the `event_log_head` row. More
+    /// transactions at once would each pay a flush of their own, serialized on the head, where grouping their
+    /// callers shares one.
+    public var concurrentWriteTransactions: Int { min(2, options.maximumConnections) }
 
     private func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         do {

@@ -291,3 +291,78 @@ import Testing
         #expect(try db.backend.readOnce { tx in try tx.lastSeq() } == Int64(1 + drafts.count))
     }
 }
+
+/// `applyLikeUnits`: a batch of several callers' units in one statement (`feedsync_apply_likes`).
+@Suite(.ownThreads) struct ApplyLikeUnitsTests {
+    @Test func eachUnitCommitsOrFailsAloneAndTheEventsTakeConsecutiveSeqsInOrder() throws {
+        guard let db = try TestDatabase.make("tx_apply_likes") else { return }
+        try seedUsersAndPost(db.backend, users: 3)
+        try write(db.backend) { tx in _ = try tx.insertPost(id: "p2", authorID: "u1", body: "second", at: testTime) }
+        let before = try db.backend.readOnce { tx in try tx.lastSeq() }
+        let units = [
+            // A: like p1, toggle p1 twice (like → unlike → like again would be three; two toggles of u2 on p2).
+            LikeUnit(
+                operations: [
+                    LikeOperation(.like, userID: "u2", postID: "p1"), LikeOperation(.like, userID: "u2", postID: "p1"),
+                    LikeOperation(.toggle, userID: "u2", postID: "p2"), LikeOperation(.toggle, userID: "u2", postID: "p2"),
+                ], at: testTime),
+            // B: a like that would stick, then an unknown post: all of B is undone.
+            LikeUnit(
+                operations: [LikeOperation(.like, userID: "u3", postID: "p2"), LikeOperation(.like, userID: "u3", postID: "nope")],
+                at: testTime),
+            // C: an unknown user.
+            LikeUnit(operations: [LikeOperation(.unlike, userID: "ghost", postID: "p1")], at: testTime),
+            // D: unlike what is not liked (no change), then a toggle of p1 by u3.
+            LikeUnit(
+                operations: [LikeOperation(.unlike, userID: "u3", postID: "p1"), LikeOperation(.toggle, userID: "u3", postID: "p1")],
+                at: testTime),
+        ]
+        let outcomes = try write(db.backend) { tx in try #require(try tx.applyLikeUnits(units)) }
+        #expect(outcomes.count == 4)
+        let a = try outcomes[0].get()
+        #expect(a.map(\.liked) == [true, true, true, false])
+        #expect(a.map(\.likeCount) == [1, 1, 1, 0])
+        #expect(a.map { $0.event?.seq } == [before + 1, nil, before + 2, before + 3])
+        #expect(a.compactMap { $0.event?.kind } == [.liked, .liked, .unliked])
+        #expect(throws: StorageError.postNotFound("nope")) { try outcomes[1].get() }
+        #expect(throws: StorageError.userNotFound("ghost")) { try outcomes[2].get() }
+        let d = try outcomes[3].get()
+        #expect(d.map(\.liked) == [false, true])
+        #expect(d.map(\.likeCount) == [1, 2])
+        #expect(d.map { $0.event?.seq } == [nil, before + 4])
+
+        try db.backend.read { tx throws in
+            #expect(try tx.allLikes() == [LikePair(userID: "u2", postID: "p1"), LikePair(userID: "u3", postID: "p1")])
+            #expect(try tx.post(id: "p1")?.likeCount == 2)
+            #expect(try tx.post(id: "p2")?.likeCount == 0, "B's like of p2 was undone with B")
+            let events = try tx.events(after: before, limit: nil)
+            #expect(events.map(\.seq) == Array((before + 1)...(before + 4)))
+            #expect(events == a.compactMap(\.event) + d.compactMap(\.event))
+            #expect(try tx.invariantViolations().isEmpty)
+        }
+    }
+
+    @Test func aLoneUnitsFailureFailsTheTransactionWithTheTypedError() throws {
+        guard let db = try TestDatabase.make("tx_apply_likes_alone") else { return }
+        try seedUsersAndPost(db.backend)
+        let before = try db.backend.readOnce { tx in try tx.lastSeq() }
+        #expect(throws: StorageError.userNotFound("ghost")) {
+            try write(db.backend) { tx in
+                try tx.applyLikeUnits([LikeUnit(operations: [LikeOperation(.toggle, userID: "ghost", postID: "p1")], at: testTime)])
+            }
+        }
+        #expect(throws: StorageError.postNotFound("nope")) {
+            try write(db.backend) { tx in
+                try tx.applyLikeUnits([
+                    LikeUnit(
+                        operations: [LikeOperation(.like, userID: "u2", postID: "p1"), LikeOperation(.like, userID: "u2", postID: "nope")],
+                        at: testTime)
+                ])
+            }
+        }
+        try db.backend.read { tx throws in
+            #expect(try tx.allLikes().isEmpty)
+            #expect(try tx.lastSeq() == before)
+        }
+    }
+}

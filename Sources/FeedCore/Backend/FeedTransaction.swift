@@ -66,6 +66,15 @@ public protocol FeedTransaction: AnyObject {
     /// another holds that row and waits for the head), and transactions do their row work in parallel, queueing
     /// only for the append and the commit. SQLite: its write transactions are one at a time anyway.
     func appendEvents(_ drafts: [EventDraft]) throws -> [EventRecord]
+    /// Applies several callers' like operations in this transaction, each unit isolated from the others (a unit
+    /// that fails — an unknown user or post — is undone alone, reported as `.failure`, and the rest go on), with one
+    /// event appended per change, last (as ``appendEvents(_:)``); returns one result per unit, in order.
+    ///
+    /// Returns `nil` when the backend has no faster way than its single-row operations (``insertLike(userKey:postKey:at:)``,
+    /// ``appendEvents(_:)`` …), which the caller then uses. PostgreSQL applies the whole batch in one statement
+    /// (one round trip), locking the batch's posts in key order before any like so that batches never deadlock.
+    /// - Throws: failures of the whole transaction (connection, serialization); unit failures are results.
+    func applyLikeUnits(_ units: [LikeUnit]) throws -> [Result<[LikeOutcome], StorageError>]?
     /// Appends a like or unlike event carrying the post's like count after the change (read in this transaction).
     /// Call it last, as ``appendEvents(_:)``.
     func appendLikeChange(_ kind: EventKind, userID: String, postID: String, postKey: Int64, at time: Date) throws -> EventRecord
@@ -122,6 +131,9 @@ public protocol FeedTransaction: AnyObject {
 }
 
 extension FeedTransaction {
+    /// `nil`: no batch form; the caller applies the units with the single-row operations.
+    public func applyLikeUnits(_ units: [LikeUnit]) throws -> [Result<[LikeOutcome], StorageError>]? { nil }
+
     /// The viewer's key, then the page: two statements, for backends where a statement is cheap (SQLite).
     public func feedPage(viewerID: String, before cursor: FeedCursor?, limit: Int) throws -> (viewerKey: Int64, rows: [FeedRow]) {
         guard let key = try userKey(for: viewerID) else { throw StorageError.userNotFound(viewerID) }

@@ -47,6 +47,21 @@ final class GroupCommit: Sendable {
             self.commands = commands
             self.now = now
         }
+
+        /// The unit as a backend applies it.
+        var likeUnit: LikeUnit {
+            LikeUnit(
+                operations: commands.map { command in
+                    let action: LikeOperation.Action =
+                        switch command.action {
+                        case .like: .like
+                        case .unlike: .unlike
+                        case .toggle: .toggle
+                        }
+                    return LikeOperation(action, userID: command.userID, postID: command.postID)
+                },
+                at: now)
+        }
     }
 
     /// Applies one unit's commands inside the current transaction, drafting one event per change (appended later,
@@ -177,6 +192,29 @@ final class GroupCommit: Sendable {
             // an earlier attempt — every unit's outcome and the events are set anew.
             _ = try backend.write(
                 { tx -> (after: Int64, events: [EventRecord]) in
+                    if let outcomes = try tx.applyLikeUnits(batch.map(\.likeUnit)) {
+                        // The backend applied the batch itself (PostgreSQL: one statement).
+                        var events: [EventRecord] = []
+                        for (unit, outcome) in zip(batch, outcomes) {
+                            switch outcome {
+                            case .success(let list):
+                                unit.outcome = .success(
+                                    zip(unit.commands, list).map { command, done in
+                                        LikeResult(
+                                            postID: command.postID, userID: command.userID, liked: done.liked,
+                                            likeCount: done.likeCount, changed: done.event != nil, seq: done.event?.seq)
+                                    })
+                                let unitEvents = list.compactMap(\.event)
+                                unit.lastSeq = unitEvents.last?.seq
+                                events += unitEvents
+                            case .failure(let error):
+                                unit.outcome = .failure(FeedError.wrap(error))
+                                unit.lastSeq = nil
+                            }
+                        }
+                        let after = try sequencer.completeRange(&events, in: tx) ?? 0
+                        return (after, events)
+                    }
                     var drafts: [EventDraft] = []
                     var done: [(unit: Unit, results: [LikeResult], drafts: Range<Int>)] = []
                     if batch.count == 1 {

@@ -327,6 +327,91 @@ final class PostgresTransaction: FeedTransaction {
     private static let missingHead = StorageError.database(
         DatabaseFailure(backend: PostgresBackend.name, code: "P0002", message: "the event_log_head row is missing"))
 
+    /// The whole batch in one statement: `feedsync_apply_likes` (migration 0003) locks the batch's posts in key
+    /// order, applies each unit (in a subtransaction when there are several), appends the events last, and returns
+    /// one row per operation. With one unit, its failure fails the statement — and so the transaction — and is
+    /// thrown, as the unit's only outcome; with several, failures come back as results.
+    func applyLikeUnits(_ units: [LikeUnit]) throws -> [Result<[LikeOutcome], StorageError>]? {
+        try requireWritable()
+        var unitNumbers: [Int64] = []
+        var actions: [String] = []
+        var userIDs: [String] = []
+        var postIDs: [String] = []
+        var stamps: [Int64] = []
+        for (number, unit) in units.enumerated() {
+            let stamp = millis(unit.at)
+            for operation in unit.operations {
+                unitNumbers.append(Int64(number))
+                actions.append(operation.action.rawValue)
+                userIDs.append(operation.userID)
+                postIDs.append(operation.postID)
+                stamps.append(stamp)
+            }
+        }
+        guard !actions.isEmpty else { return units.map { _ in .success([]) } }
+        let result = try run(
+            """
+            SELECT out_failed_code, out_failed_message, out_liked, out_like_count, out_seq
+            FROM feedsync_apply_likes($1::integer[], $2::text[], $3::text[], $4::text[], $5::bigint[])
+            """,
+            [
+                .text(PostgresArray.integers(unitNumbers)), .text(PostgresArray.text(actions)),
+                .text(PostgresArray.text(userIDs)), .text(PostgresArray.text(postIDs)),
+                .text(PostgresArray.integers(stamps)),
+            ],
+            claim: { failure in
+                failure.sqlState == "FSU01" || failure.sqlState == "FSP01"
+                    ? Self.unitFailure(code: failure.sqlState, message: failure.message, in: units) : nil
+            })
+        guard result.rowCount == actions.count else {
+            throw StorageError.database(
+                DatabaseFailure(
+                    backend: PostgresBackend.name, code: "XX000",
+                    message: "feedsync_apply_likes returned \(result.rowCount) rows for \(actions.count) operations"))
+        }
+        var outcomes: [Result<[LikeOutcome], StorageError>] = []
+        outcomes.reserveCapacity(units.count)
+        var row = 0
+        for unit in units {
+            if let code = result.string(row, 0) {
+                outcomes.append(.failure(Self.unitFailure(code: code, message: result.string(row, 1) ?? "", in: [unit])))
+                row += unit.operations.count
+                continue
+            }
+            var list: [LikeOutcome] = []
+            list.reserveCapacity(unit.operations.count)
+            for operation in unit.operations {
+                let liked = result.bool(row, 2) ?? false
+                let count = Int(result.int64(row, 3) ?? 0)
+                let event = result.int64(row, 4).map { seq in
+                    EventRecord(
+                        seq: seq, kind: liked ? .liked : .unliked, userID: operation.userID, postID: operation.postID,
+                        likeCount: count, at: date(millis: millis(unit.at)))
+                }
+                if let event { lastAppendedSeq = max(lastAppendedSeq ?? 0, event.seq) }
+                list.append(LikeOutcome(liked: liked, likeCount: count, event: event))
+                row += 1
+            }
+            outcomes.append(.success(list))
+        }
+        return outcomes
+    }
+
+    /// The error for a unit that `feedsync_apply_likes` reported failed: `FSU01`/`FSP01` carry the unknown user's or
+    /// post's id; anything else is a database failure.
+    private static func unitFailure(code: String?, message: String, in units: [LikeUnit]) -> StorageError {
+        switch code {
+        case "FSU01":
+            let id = units.lazy.flatMap(\.operations).first { $0.userID == message }?.userID
+            return .userNotFound(id ?? message)
+        case "FSP01":
+            let id = units.lazy.flatMap(\.operations).first { $0.postID == message }?.postID
+            return .postNotFound(id ?? message)
+        default:
+            return .database(DatabaseFailure(backend: PostgresBackend.name, code: code ?? "XX000", message: message))
+        }
+    }
+
     func appendLikeChange(_ kind: EventKind, userID: String, postID: String, postKey: Int64, at time: Date) throws -> EventRecord {
         precondition(kind == .liked || kind == .unliked, "API Violation: appendLikeChange with \(kind)")
         try requireWritable()
