@@ -20,9 +20,11 @@ internal import Foundation
 ///   ``PostgresOptions/retryLimit`` attempts, jittered backoff), then fails with ``StorageError/busy(_:)``.
 /// - **Reads**: ``read(_:)`` is one `REPEATABLE READ` read-only snapshot; ``readOnce(_:)`` runs each statement on
 ///   its own.
-/// - **The event log**: seqs come from the one-row `event_log_head`, whose row lock orders event-writing
-///   transactions, so seqs are dense and in commit order (see ``FeedTransaction/appendEvent(kind:userID:postID:likeCount:at:)``
-///   and `Docs/Storage.md`).
+/// - **The event log**: seqs come from the one-row `event_log_head`, whose row lock — the last lock a transaction
+///   takes, held from its event append to its commit — orders event-writing commits, so seqs are dense and in
+///   commit order (see ``FeedTransaction/appendEvents(_:)`` and `Docs/Storage.md`).
+/// - **Like batches**: ``FeedTransaction/applyLikeUnits(_:)`` runs a group-commit batch as one call of the
+///   `feedsync_apply_likes` function (migration 0003): posts locked in key order, units isolated, events last.
 /// - **Times** are stored as BIGINT milliseconds since 1970, as in SQLite, so every date round-trips identically.
 public final class PostgresBackend: FeedBackend {
     /// `PostgreSQL`, the ``backendName`` and the backend of every ``DatabaseFailure`` this backend reports.
