@@ -75,6 +75,14 @@ public protocol FeedTransaction: AnyObject {
     /// (one round trip), locking the batch's posts in key order before any like so that batches never deadlock.
     /// - Throws: failures of the whole transaction (connection, serialization); unit failures are results.
     func applyLikeUnits(_ units: [LikeUnit]) throws -> [Result<[LikeOutcome], StorageError>]?
+    /// Whether ``applyLikeUnits(_:)`` applies batches itself (PostgreSQL), so that a caller builds the units only
+    /// then.
+    var appliesLikeUnits: Bool { get }
+    /// Whether this backend needs a transaction's events appended after its last row change (PostgreSQL: the log's
+    /// lock must be the last lock a transaction takes). `false` (SQLite: one writer, no lock order to keep) lets the
+    /// domain append each like's event as it goes with ``appendLikeChange(_:userID:postID:postKey:at:)``, which
+    /// reads the post's count in the same statement.
+    var appendsEventsLast: Bool { get }
     /// Appends a like or unlike event carrying the post's like count after the change (read in this transaction).
     /// Call it last, as ``appendEvents(_:)``.
     func appendLikeChange(_ kind: EventKind, userID: String, postID: String, postKey: Int64, at time: Date) throws -> EventRecord
@@ -133,6 +141,12 @@ public protocol FeedTransaction: AnyObject {
 extension FeedTransaction {
     /// `nil`: no batch form; the caller applies the units with the single-row operations.
     public func applyLikeUnits(_ units: [LikeUnit]) throws -> [Result<[LikeOutcome], StorageError>]? { nil }
+
+    /// `false`: no batch form (see ``applyLikeUnits(_:)``).
+    public var appliesLikeUnits: Bool { false }
+
+    /// `true`, the order every backend may rely on.
+    public var appendsEventsLast: Bool { true }
 
     /// The viewer's key, then the page: two statements, for backends where a statement is cheap (SQLite).
     public func feedPage(viewerID: String, before cursor: FeedCursor?, limit: Int) throws -> (viewerKey: Int64, rows: [FeedRow]) {

@@ -51,8 +51,8 @@ public final class FeedService: Sendable {
         self.bridge = bridge
         self.date = date
         self.uuid = uuid
-        group = GroupCommit(backend: backend, sequencer: bridge.sequencer) { [userKeys, postKeys] tx, commands, now, drafts in
-            try Self.apply(commands, at: now, tx: tx, drafts: &drafts, userKeys: userKeys, postKeys: postKeys)
+        group = GroupCommit(backend: backend, sequencer: bridge.sequencer) { [userKeys, postKeys] tx, commands, now, events, drafts in
+            try Self.apply(commands, at: now, tx: tx, events: &events, drafts: &drafts, userKeys: userKeys, postKeys: postKeys)
         }
         do {
             let last = try backend.readOnce { tx in try tx.lastSeq() }
@@ -149,13 +149,16 @@ public final class FeedService: Sendable {
         }
     }
 
-    /// Applies like commands inside the current transaction and drafts one event per change (in command order);
-    /// the caller appends the drafts after the transaction's last row change (``FeedTransaction/appendEvents(_:)``)
-    /// and gives each changed result its seq with ``assignSeqs(_:from:)``.
+    /// Applies like commands inside the current transaction with one event per change, in command order. Where
+    /// the backend needs events last (``FeedTransaction/appendsEventsLast``, PostgreSQL) they are drafted: the
+    /// caller appends the drafts after the transaction's last row change (``FeedTransaction/appendEvents(_:)``) and
+    /// gives each changed result its seq with ``assignSeqs(_:from:)``. Otherwise (SQLite) each is appended at once
+    /// into `events`, its result carrying its seq.
     private static func apply(
-        _ commands: [LikeCommand], at now: Date, tx: any FeedTransaction, drafts: inout [EventDraft],
-        userKeys: Locked<[String: Int64]>, postKeys: Locked<[String: Int64]>
+        _ commands: [LikeCommand], at now: Date, tx: any FeedTransaction, events: inout [EventRecord],
+        drafts: inout [EventDraft], userKeys: Locked<[String: Int64]>, postKeys: Locked<[String: Int64]>
     ) throws -> [LikeResult] {
+        let eventsLast = tx.appendsEventsLast
         var results: [LikeResult] = []
         results.reserveCapacity(commands.count)
         for command in commands {
@@ -174,24 +177,34 @@ public final class FeedService: Sendable {
                     change = .liked
                 }
             }
+            let liked = change.map { $0 == .liked } ?? (command.action == .like)
+            if let change, !eventsLast {
+                let event = try tx.appendLikeChange(change, userID: command.userID, postID: command.postID, postKey: keys.post, at: now)
+                events.append(event)
+                results.append(
+                    LikeResult(
+                        postID: command.postID, userID: command.userID, liked: liked, likeCount: event.likeCount ?? 0,
+                        changed: true, seq: event.seq))
+                continue
+            }
             guard let count = try tx.likeCount(postKey: keys.post) else { throw FeedError.postNotFound(command.postID) }
             if let change {
                 drafts.append(EventDraft(kind: change, userID: command.userID, postID: command.postID, likeCount: count, at: now))
             }
             results.append(
                 LikeResult(
-                    postID: command.postID, userID: command.userID, liked: change.map { $0 == .liked } ?? (command.action == .like),
-                    likeCount: count, changed: change != nil, seq: nil))
+                    postID: command.postID, userID: command.userID, liked: liked, likeCount: count, changed: change != nil,
+                    seq: nil))
         }
         return results
     }
 
-    /// Gives each changed result, in order, the seq of the next of `events` (appended from the drafts ``apply``
-    /// made for those results); returns how many events it used.
+    /// Gives each changed result without a seq, in order, the seq of the next of `events` (appended from the
+    /// drafts ``apply`` made for those results); returns how many events it used.
     @discardableResult
     static func assignSeqs(_ results: inout [LikeResult], from events: ArraySlice<EventRecord>) -> Int {
         var next = events.startIndex
-        for index in results.indices where results[index].changed {
+        for index in results.indices where results[index].changed && results[index].seq == nil {
             let result = results[index]
             results[index] = LikeResult(
                 postID: result.postID, userID: result.userID, liked: result.liked, likeCount: result.likeCount,

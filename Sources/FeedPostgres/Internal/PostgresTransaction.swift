@@ -327,6 +327,9 @@ final class PostgresTransaction: FeedTransaction {
     private static let missingHead = StorageError.database(
         DatabaseFailure(backend: PostgresBackend.name, code: "P0002", message: "the event_log_head row is missing"))
 
+    /// `true`: ``applyLikeUnits(_:)`` runs a batch in one statement.
+    var appliesLikeUnits: Bool { true }
+
     /// The whole batch in one statement: `feedsync_apply_likes` (migration 0003) locks the batch's posts in key
     /// order, applies each unit (in a subtransaction when there are several), appends the events last, and returns
     /// one row per operation. With one unit, its failure fails the statement — and so the transaction — and is

@@ -78,6 +78,9 @@ public final class SQLiteTransaction: FeedTransaction {
         try EventLog(connection).append(kind: kind, userID: userID, postID: postID, likeCount: likeCount, at: time)
     }
 
+    /// `false`: the transaction holds SQLite's only write lock, so appending as it goes deadlocks with nobody.
+    public var appendsEventsLast: Bool { false }
+
     /// Appends the drafts one row each; the transaction already holds SQLite's only write lock, so seqs follow.
     public func appendEvents(_ drafts: [EventDraft]) throws -> [EventRecord] {
         let log = EventLog(connection)
