@@ -147,7 +147,7 @@ let package = Package(
             name: "FeedDomainTests",
             dependencies: [
                 "FeedSync", "FeedCore", "FeedDomain", "FeedStorage", "FeedSQLite", "FeedMigrations", "FeedPublishers",
-                "FeedDependencies",
+                "FeedDependencies", "FeedPostgres",
                 "FeedTestSupport", "FeedTestThreads",
             ],
             swiftSettings: strictSettings

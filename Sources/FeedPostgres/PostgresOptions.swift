@@ -22,18 +22,25 @@ public struct PostgresOptions: Sendable, Hashable {
     /// How long a call waits for a pooled connection when all are busy before failing with
     /// ``StorageError/busy(_:)`` (SQLSTATE `53300`).
     public var poolTimeout: Duration
+    /// Whether a group-commit batch of like commands runs as one call of `feedsync_apply_likes` (one round trip;
+    /// the default). `false` runs it statement by statement — each command's `DELETE`/`INSERT`, its count, then all
+    /// the events in one `appendEvents` (events last) — at several round trips per command, and one batch at a
+    /// time per process (without the function's posts-first lock order two batches could deadlock; other
+    /// processes' batches still can, and are retried): for comparison, or while investigating the function.
+    public var likeBatches: Bool
 
     /// Options with FeedSync's defaults: 10 connections, 30 s statement timeout, 5 attempts, 10 s to connect, 30 s
-    /// to wait for a connection.
+    /// to wait for a connection, like batches in one statement.
     public init(
         maximumConnections: Int = 10, statementTimeout: Duration? = .seconds(30), retryLimit: Int = 5,
-        connectTimeout: Duration = .seconds(10), poolTimeout: Duration = .seconds(30)
+        connectTimeout: Duration = .seconds(10), poolTimeout: Duration = .seconds(30), likeBatches: Bool = true
     ) {
         self.maximumConnections = maximumConnections
         self.statementTimeout = statementTimeout
         self.retryLimit = retryLimit
         self.connectTimeout = connectTimeout
         self.poolTimeout = poolTimeout
+        self.likeBatches = likeBatches
     }
 }
 

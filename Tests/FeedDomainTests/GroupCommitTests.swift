@@ -2,6 +2,7 @@ import FeedSync
 import FeedCore
 import FeedDependencies
 @testable import FeedDomain
+import FeedPostgres
 import FeedPublishers
 import FeedSQLite
 import FeedStorage
@@ -88,6 +89,23 @@ import Testing
     @Test(arguments: TestBackend.allCases) func concurrentCallersKeepCountsLogAndDeliveryExact(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
         guard let service = try makeService(in: dir, on: backend) else { return }
+        try checkConcurrentCallers(service)
+    }
+
+    /// PostgreSQL without like batches (`PostgresOptions.likeBatches = false`): the domain's statement-by-statement
+    /// path that drafts the events and appends them last, in one `appendEvents`, after the batch's row work.
+    @Test func concurrentCallersWithoutLikeBatchesOnPostgreSQL() throws {
+        let dir = TemporaryDirectory()
+        guard let url = try TestBackend.postgresql.makeLocation(in: dir, "no_like_batches") else { return }
+        _ = try makeService(at: url)
+        let backend = try PostgresBackend(url: url, options: PostgresOptions(likeBatches: false))
+        let service = try FeedService(backend: backend)
+        defer { service.close() }
+        try checkConcurrentCallers(service)
+    }
+
+    /// 8 threads × 300 toggles, one in ten of an unknown post: counts, log and delivery stay exact.
+    private func checkConcurrentCallers(_ service: FeedService) throws {
         let seen = Recorder(service.bridge.changes.map(\.seq))
         let threads = 8
         let perThread = 300

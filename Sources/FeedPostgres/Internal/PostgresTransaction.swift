@@ -40,10 +40,14 @@ final class PostgresTransaction: FeedTransaction {
     /// other processes that something may have committed, see ``PostgresNotifier``).
     private(set) var lastAppendedSeq: Int64?
 
-    init(connection: PostgresConnection, access: Access, location: String) {
+    /// Whether ``applyLikeUnits(_:)`` is offered (``PostgresOptions/likeBatches``).
+    private let likeBatches: Bool
+
+    init(connection: PostgresConnection, access: Access, location: String, likeBatches: Bool = true) {
         self.connection = connection
         self.access = access
         self.location = location
+        self.likeBatches = likeBatches
     }
 
     /// Ends the transaction's life: using it afterwards is a programming error.
@@ -327,8 +331,8 @@ final class PostgresTransaction: FeedTransaction {
     private static let missingHead = StorageError.database(
         DatabaseFailure(backend: PostgresBackend.name, code: "P0002", message: "the event_log_head row is missing"))
 
-    /// `true`: ``applyLikeUnits(_:)`` runs a batch in one statement.
-    var appliesLikeUnits: Bool { true }
+    /// ``applyLikeUnits(_:)`` runs a batch in one statement, unless ``PostgresOptions/likeBatches`` is off.
+    var appliesLikeUnits: Bool { likeBatches }
 
     /// The whole batch in one statement: `feedsync_apply_likes` (migration 0003) locks the batch's posts in key
     /// order, applies each unit (in a subtransaction when there are several), appends the events last, and returns
