@@ -14,18 +14,20 @@ import Testing
         guard let url = try TestBackend.postgresql.makeLocation(in: dir, "feed_notify") else { return }
         let listening = try makeService(at: url)
         var options = ChangeFeed.Options()
-        options.pollInterval = .seconds(10)
+        options.pollInterval = .seconds(60)
         let changeFeed = ChangeFeed(service: listening, options: options)
         try changeFeed.start()
         defer { changeFeed.stop() }
         let received = Recorder(listening.bridge.changes)
         let other = try FeedService(location: url)
-        // The seeding (seqs 1–6) was published before the recorder subscribed; the feed waits for up to 10 s.
+        // The seeding (seqs 1–6) was published before the recorder subscribed; the feed waits for up to 60 s.
         let start = ContinuousClock.now
         _ = try other.like(userID: "user2", postID: "post1")
         #expect(received.wait(seconds: 30) { $0.count == 1 })
         let latency = start.duration(to: .now)
-        #expect(latency < .seconds(2), "took \(latency)")
+        // Half the poll interval: woken by the notification, not a latency target (W5 measures that: p99 ~1.2 ms);
+        // under ThreadSanitizer with the suites in parallel a wake of this kind once took 2.09 s.
+        #expect(latency < .seconds(30), "took \(latency)")
         #expect(received.values.map(\.seq) == [7])
     }
 
@@ -34,7 +36,7 @@ import Testing
         guard let url = try TestBackend.postgresql.makeLocation(in: dir, "feed_notify_lost") else { return }
         let listening = try makeService(at: url)
         var options = ChangeFeed.Options()
-        options.pollInterval = .seconds(10)
+        options.pollInterval = .seconds(60)
         let changeFeed = ChangeFeed(service: listening, options: options)
         let errors = Recorder(changeFeed.errors)
         let received = Recorder(listening.bridge.changes)
@@ -76,11 +78,11 @@ import Testing
             Issue.record("expected connectionLost, got \(reported)")
             return
         }
-        // Listening again: one more commit arrives well before the 10 s poll interval.
+        // Listening again: one more commit arrives well before the 60 s poll interval.
         let start = ContinuousClock.now
         _ = try writer.like(userID: "user3", postID: "post2")
         #expect(received.wait(seconds: 30) { $0.last?.seq == last + 1 })
-        #expect(start.duration(to: .now) < .seconds(2))
+        #expect(start.duration(to: .now) < .seconds(30))
     }
 }
 

@@ -19,14 +19,17 @@ import Testing
         let result = Shared<(FeedChangeWake, Duration)?>(nil)
         let waiter = spawn("waiter") {
             let start = ContinuousClock.now
-            let wake = watch.wait(timeout: .seconds(10))
+            let wake = watch.wait(timeout: .seconds(60))
             result.update { $0 = (wake, start.duration(to: .now)) }
         }
         try write(other) { tx in _ = try tx.appendEvent(kind: .userCreated, userID: "u1", postID: nil, likeCount: nil, at: testTime) }
         join([waiter])
         let (wake, waited) = try #require(result.current)
         #expect(wake == .changed)
-        #expect(waited < .seconds(2))
+        // Woken by the notification, not by the wait's timeout (whose head check would also say `.changed`). The
+        // bound is half the timeout, not a latency target: under ThreadSanitizer with the suites in parallel a
+        // wake took 2.09 s once (the latency itself is measured in the benchmark, W5: p99 ~1.2 ms).
+        #expect(waited < .seconds(30))
         #expect(try watch.poll())
     }
 
