@@ -303,18 +303,18 @@ import Testing
             // A: like p1, toggle p1 twice (like → unlike → like again would be three; two toggles of u2 on p2).
             LikeUnit(
                 operations: [
-                    LikeOperation(.like, userID: "u2", postID: "p1"), LikeOperation(.like, userID: "u2", postID: "p1"),
-                    LikeOperation(.toggle, userID: "u2", postID: "p2"), LikeOperation(.toggle, userID: "u2", postID: "p2"),
+                    LikeCommand(.like, userID: "u2", postID: "p1"), LikeCommand(.like, userID: "u2", postID: "p1"),
+                    LikeCommand(.toggle, userID: "u2", postID: "p2"), LikeCommand(.toggle, userID: "u2", postID: "p2"),
                 ], at: testTime),
             // B: a like that would stick, then an unknown post: all of B is undone.
             LikeUnit(
-                operations: [LikeOperation(.like, userID: "u3", postID: "p2"), LikeOperation(.like, userID: "u3", postID: "nope")],
+                operations: [LikeCommand(.like, userID: "u3", postID: "p2"), LikeCommand(.like, userID: "u3", postID: "nope")],
                 at: testTime),
             // C: an unknown user.
-            LikeUnit(operations: [LikeOperation(.unlike, userID: "ghost", postID: "p1")], at: testTime),
+            LikeUnit(operations: [LikeCommand(.unlike, userID: "ghost", postID: "p1")], at: testTime),
             // D: unlike what is not liked (no change), then a toggle of p1 by u3.
             LikeUnit(
-                operations: [LikeOperation(.unlike, userID: "u3", postID: "p1"), LikeOperation(.toggle, userID: "u3", postID: "p1")],
+                operations: [LikeCommand(.unlike, userID: "u3", postID: "p1"), LikeCommand(.toggle, userID: "u3", postID: "p1")],
                 at: testTime),
         ]
         let outcomes = try write(db.backend) { tx in try #require(try tx.applyLikeUnits(units)) }
@@ -348,14 +348,14 @@ import Testing
         let before = try db.backend.readOnce { tx in try tx.lastSeq() }
         #expect(throws: StorageError.userNotFound("ghost")) {
             try write(db.backend) { tx in
-                try tx.applyLikeUnits([LikeUnit(operations: [LikeOperation(.toggle, userID: "ghost", postID: "p1")], at: testTime)])
+                try tx.applyLikeUnits([LikeUnit(operations: [LikeCommand(.toggle, userID: "ghost", postID: "p1")], at: testTime)])
             }
         }
         #expect(throws: StorageError.postNotFound("nope")) {
             try write(db.backend) { tx in
                 try tx.applyLikeUnits([
                     LikeUnit(
-                        operations: [LikeOperation(.like, userID: "u2", postID: "p1"), LikeOperation(.like, userID: "u2", postID: "nope")],
+                        operations: [LikeCommand(.like, userID: "u2", postID: "p1"), LikeCommand(.like, userID: "u2", postID: "nope")],
                         at: testTime)
                 ])
             }

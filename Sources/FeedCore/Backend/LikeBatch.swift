@@ -1,12 +1,13 @@
 public import Foundation
 
-/// One like command as a backend applies it: see ``FeedTransaction/applyLikeUnits(_:)``.
-public struct LikeOperation: Sendable, Hashable {
+/// A like command: run through ``FeedService/perform(_:)`` (several in one transaction) and, in a batch, by a backend
+/// (``FeedTransaction/applyLikeUnits(_:)``).
+public struct LikeCommand: Sendable, Hashable {
     /// What the command does.
-    public enum Action: String, Sendable, Hashable {
-        /// Like the post (nothing changes when it is liked already).
+    public enum Action: String, Sendable, Hashable, CaseIterable {
+        /// Like the post (idempotent).
         case like
-        /// Take the like back (nothing changes when there is none).
+        /// Take the like back (idempotent).
         case unlike
         /// Like when not liked, unlike when liked.
         case toggle
@@ -14,12 +15,12 @@ public struct LikeOperation: Sendable, Hashable {
 
     /// What to do.
     public let action: Action
-    /// The acting user's id.
+    /// The acting user.
     public let userID: String
-    /// The post's id.
+    /// The post.
     public let postID: String
 
-    /// Creates an operation.
+    /// Creates a command.
     public init(_ action: Action, userID: String, postID: String) {
         self.action = action
         self.userID = userID
@@ -27,21 +28,21 @@ public struct LikeOperation: Sendable, Hashable {
     }
 }
 
-/// One caller's like operations, which commit together or not at all.
+/// One caller's like commands, which commit together or not at all.
 public struct LikeUnit: Sendable, Hashable {
-    /// The operations, in order.
-    public let operations: [LikeOperation]
+    /// The commands, in order.
+    public let operations: [LikeCommand]
     /// When the caller made them (the likes' and events' time).
     public let at: Date
 
     /// Creates a unit.
-    public init(operations: [LikeOperation], at: Date) {
+    public init(operations: [LikeCommand], at: Date) {
         self.operations = operations
         self.at = at
     }
 }
 
-/// What one like operation did.
+/// What one like command did.
 public struct LikeOutcome: Sendable, Hashable {
     /// Whether the user likes the post afterwards.
     public let liked: Bool

@@ -49,19 +49,7 @@ final class GroupCommit: Sendable {
         }
 
         /// The unit as a backend applies it.
-        var likeUnit: LikeUnit {
-            LikeUnit(
-                operations: commands.map { command in
-                    let action: LikeOperation.Action =
-                        switch command.action {
-                        case .like: .like
-                        case .unlike: .unlike
-                        case .toggle: .toggle
-                        }
-                    return LikeOperation(action, userID: command.userID, postID: command.postID)
-                },
-                at: now)
-        }
+        var likeUnit: LikeUnit { LikeUnit(operations: commands, at: now) }
     }
 
     /// Applies one unit's commands inside the current transaction: one event per change, appended at once into the

@@ -23,30 +23,3 @@ public struct LikeResult: Sendable, Hashable, Codable {
         self.seq = seq
     }
 }
-
-/// A like command, for running several in one transaction with ``FeedService/perform(_:)``.
-public struct LikeCommand: Sendable, Hashable {
-    /// What the command does.
-    public enum Action: String, Sendable, Hashable, CaseIterable {
-        /// Like the post (idempotent).
-        case like
-        /// Take the like back (idempotent).
-        case unlike
-        /// Like when not liked, unlike when liked.
-        case toggle
-    }
-
-    /// What to do.
-    public let action: Action
-    /// The acting user.
-    public let userID: String
-    /// The post.
-    public let postID: String
-
-    /// Creates a command.
-    public init(_ action: Action, userID: String, postID: String) {
-        self.action = action
-        self.userID = userID
-        self.postID = postID
-    }
-}
