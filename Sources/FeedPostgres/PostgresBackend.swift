@@ -337,6 +337,7 @@ public final class PostgresBackend: FeedBackend {
                         DatabaseFailure(
                             backend: Self.name, code: "25P02", message: "the bulk load was aborted and rolled back", sql: "COMMIT"))
                 }
+                loader.vacuumAfterCommit()
                 return value
             } catch {
                 Self.rollBack(connection)

@@ -124,6 +124,9 @@ final class PostgresBulkLoader: FeedBulkLoader {
         return true
     }
 
+    /// The tables this load filled, in lock order.
+    private var loadedTables: [String] { ["users", "posts", "likes"].filter(loaded.contains) }
+
     /// Copies the rest, restores the sequences, the like counts and the trigger, and records the load.
     func finish() throws(StorageError) {
         try flushLikes()
@@ -161,11 +164,23 @@ final class PostgresBulkLoader: FeedBulkLoader {
             if likesInserted > 0 { loaded.insert("likes") }
             if !loaded.isEmpty {
                 // The names are FeedSync's own tables, never input.
-                try connection.execute("ANALYZE " + ["users", "posts", "likes"].filter(loaded.contains).joined(separator: ", "))
+                try connection.execute("ANALYZE " + loadedTables.joined(separator: ", "))
             }
         } catch {
             throw error.storageError(location: location)
         }
+    }
+
+    /// Runs after the load's `COMMIT`, on the same connection: `VACUUM` of the tables it filled, which sets the new
+    /// rows' hint bits and the visibility map now rather than leaving that to the first readers (each would write
+    /// hint bits to every page it touches, and the like flag's index-only probes would visit the heap) or to
+    /// autovacuum a minute later. W2's first 2,000 pages right after its seed: see Docs/Storage.md. Best effort: the
+    /// load is committed by then, so a failure here (a statement timeout on a huge table) is not the load's and is
+    /// not reported; autovacuum does the same work later.
+    func vacuumAfterCommit() {
+        guard !loadedTables.isEmpty else { return }
+        // The names are FeedSync's own tables, never input. VACUUM cannot run inside a transaction block.
+        _ = try? connection.execute("VACUUM " + loadedTables.joined(separator: ", "))
     }
 
     // MARK: - Copying

@@ -34,7 +34,10 @@ final class PostgresResult {
     /// The field's text, or `nil` for `NULL`.
     func string(_ row: Int, _ column: Int) -> String? {
         if isNull(row, column) { return nil }
-        return String(cString: PQgetvalue(raw, Int32(row), Int32(column)))
+        guard let text = PQgetvalue(raw, Int32(row), Int32(column)) else { return nil }
+        // The field's length is known: no strlen, one validating copy.
+        let length = Int(PQgetlength(raw, Int32(row), Int32(column)))
+        return String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self)
     }
 
     /// The field as an integer, or `nil` for `NULL` (or text that is not a 64-bit integer).

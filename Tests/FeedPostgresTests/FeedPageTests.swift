@@ -1,0 +1,99 @@
+import FeedCore
+import FeedPostgres
+import FeedTestSupport
+import FeedTestThreads
+import Foundation
+import Testing
+
+/// The feed page statements on PostgreSQL: every page size gives the right rows, both forms agree, and the server
+/// keeps one generic plan for them instead of planning every page again.
+@Suite(.ownThreads) struct FeedPageTests {
+    /// 1,205 posts by one author at 400 distinct times (ties broken by key), a viewer who likes every seventh post.
+    private static func seeded(_ label: String) throws -> (TestDatabase, viewerKey: Int64)? {
+        guard let db = try TestDatabase.make(label, options: PostgresOptions(maximumConnections: 1)) else { return nil }
+        let viewer = try db.backend.bulkLoad { loader -> Int64 in
+            _ = try loader.addUser(id: "author", name: "", createdAt: testTime)
+            let viewer = try loader.addUser(id: "viewer", name: "", createdAt: testTime)
+            for index in 0..<1205 {
+                let post = try loader.addPost(
+                    id: "p\(index)", authorID: "author", body: "post \(index)", createdAt: Date(timeIntervalSince1970: Double(index % 400)))
+                if index % 7 == 0 { _ = try loader.addLikeIfAbsent(userKey: viewer, postKey: post, createdAtMillis: 0) }
+            }
+            return viewer
+        }
+        return (db, viewer)
+    }
+
+    /// The expected feed: newest time first, then the later insertion (higher index) first.
+    private static let expectedOrder: [Int] = (0..<1205).sorted { ($0 % 400, $0) > ($1 % 400, $1) }
+
+    @Test(arguments: [1, 49, 50, 51, 200, 201, 1000, 1001])
+    func everyPageSizeWalksTheWholeFeedOnce(limit: Int) throws {
+        guard let (db, viewer) = try Self.seeded("page_sizes_\(limit)") else { return }
+        var byKey: [FeedRow] = []
+        var byID: [FeedRow] = []
+        var cursor: FeedCursor?
+        repeat {
+            let page = try db.backend.readOnce { tx in try tx.feedPage(viewerKey: viewer, before: cursor, limit: limit) }
+            #expect(page.count <= limit)
+            byKey += page
+            cursor = page.count == limit ? page.last.map { FeedCursor(after: $0.post) } : nil
+        } while cursor != nil
+        repeat {
+            let page = try db.backend.readOnce { tx in try tx.feedPage(viewerID: "viewer", before: cursor, limit: limit) }
+            #expect(page.viewerKey == viewer)
+            byID += page.rows
+            cursor = page.rows.count == limit ? page.rows.last.map { FeedCursor(after: $0.post) } : nil
+        } while cursor != nil
+        #expect(byKey.map(\.post.id) == Self.expectedOrder.map { "p\($0)" })
+        #expect(byKey.filter(\.liked).map(\.post.id) == Self.expectedOrder.filter { $0 % 7 == 0 }.map { "p\($0)" })
+        #expect(byID == byKey)
+    }
+
+    @Test func anUnboundedPageReturnsEveryPost() throws {
+        guard let (db, viewer) = try Self.seeded("page_unbounded") else { return }
+        let rows = try db.backend.readOnce { tx in try tx.feedPage(viewerKey: viewer, before: nil, limit: -1) }
+        #expect(rows.map(\.post.id) == Self.expectedOrder.map { "p\($0)" })
+        let byID = try db.backend.readOnce { tx in try tx.feedPage(viewerID: "viewer", before: nil, limit: -1) }
+        #expect(byID.rows == rows)
+    }
+
+    @Test func pastTheEndTheViewerIsStillToldApartFromAnUnknownOne() throws {
+        guard let (db, viewer) = try Self.seeded("page_past_end") else { return }
+        let end = FeedCursor(createdAtMillis: -1, sequence: 0)
+        let page = try db.backend.readOnce { tx in try tx.feedPage(viewerID: "viewer", before: end, limit: 20) }
+        #expect(page.viewerKey == viewer && page.rows.isEmpty)
+        #expect(throws: StorageError.userNotFound("ghost")) {
+            try db.backend.readOnce { tx in try tx.feedPage(viewerID: "ghost", before: end, limit: 20) }
+        }
+        #expect(throws: StorageError.userNotFound("ghost")) {
+            try db.backend.readOnce { tx in try tx.feedPage(viewerID: "ghost", before: nil, limit: 20) }
+        }
+    }
+
+    /// PostgreSQL plans a prepared statement's first five runs for their values, then keeps its generic plan only
+    /// when that costs no more. With the page size bound alone (`LIMIT $4`) the generic plan was costed at 10 % of the
+    /// posts and never kept: every page was planned again. One connection, so every page runs on the session whose
+    /// `pg_prepared_statements` is read.
+    @Test func thePageStatementsKeepAGenericPlan() throws {
+        guard let (db, viewer) = try Self.seeded("page_generic_plan") else { return }
+        for round in 0..<12 {
+            let cursor = FeedCursor(createdAtMillis: Int64(390 - round) * 1000, sequence: .max)
+            _ = try db.backend.readOnce { tx in try tx.feedPage(viewerKey: viewer, before: cursor, limit: 20) }
+            _ = try db.backend.readOnce { tx in try tx.feedPage(viewerID: "viewer", before: cursor, limit: 50) }
+        }
+        let plans = try db.backend.readOnce { tx in
+            try tx.fetch(
+                """
+                SELECT generic_plans, custom_plans FROM pg_prepared_statements
+                WHERE statement LIKE '%FROM posts p%' AND statement LIKE '%likes l%'
+                ORDER BY statement
+                """, [])
+        }
+        #expect(plans.count == 2)
+        for row in plans {
+            // Five custom plans to learn the cost, then the generic one for the other seven.
+            #expect(row == [.integer(7), .integer(5)])
+        }
+    }
+}
