@@ -73,6 +73,19 @@ import Testing
         #expect(try database.read { db in try db.fetchInt64("SELECT count(*) FROM t") } == 2)
     }
 
+    @Test func connectionsGetTheConfiguredPageCache() throws {
+        let dir = TemporaryDirectory()
+        let database = try Database(path: dir.file("db.sqlite"))
+        // The default: 16 MiB on the writer and on every reader (SQLite's own default is 2,000 KiB).
+        #expect(Configuration().cacheSizeKiB == 16_384)
+        #expect(try database.write { db in try db.fetchInt64("PRAGMA cache_size") } == -16_384)
+        #expect(try database.read { db in try db.fetchInt64("PRAGMA cache_size") } == -16_384)
+        var sqliteDefault = Configuration()
+        sqliteDefault.cacheSizeKiB = nil
+        let other = try Database(path: dir.file("db.sqlite"), configuration: sqliteDefault)
+        #expect(try other.read { db in try db.fetchInt64("PRAGMA cache_size") } == -2_000)
+    }
+
     @Test func readsRunOnReadOnlyConnections() throws {
         let dir = TemporaryDirectory()
         let database = try Database(path: dir.file("db.sqlite"))

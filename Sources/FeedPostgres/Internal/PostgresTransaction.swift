@@ -158,6 +158,8 @@ final class PostgresTransaction: FeedTransaction {
 
     /// The inner caps; a page larger than the last, or unbounded (`limit < 0`), uses a statement without one.
     static let pageSizeBuckets = [50, 200, 1000]
+    /// `pageSizeBuckets` as statement text (literal constants, then none for the uncapped statement).
+    private static let pageCapClauses = ["\nLIMIT 50", "\nLIMIT 200", "\nLIMIT 1000", ""]
 
     /// The feed page query: the same order and cursor semantics as the SQLite backend's `PostRepository.feedPage`.
     ///
@@ -165,23 +167,21 @@ final class PostgresTransaction: FeedTransaction {
     /// scalar subquery — one primary-key probe per row (50 probes cost ~20 µs more than the `EXISTS` form whose
     /// hashed subplan reads the viewer's likes once, but a viewer with 100,000 likes would make that form read them
     /// all for every page: the probe keeps a page O(limit · log n) for every viewer).
-    static let feedPageSQL: [String] = (pageSizeBuckets.map(Optional.some) + [nil]).map { cap in
+    static let feedPageSQL: [String] = pageCapClauses.map { cap in
         """
         SELECT * FROM (
             SELECT p.id, p.author_id, p.body, p.created_at, p.like_count, p.post_key,
                    (SELECT true FROM likes l WHERE l.user_key = $1 AND l.post_key = p.post_key) IS NOT NULL AS liked
             FROM posts p
             WHERE (p.created_at, p.post_key) < ($2, $3)
-            ORDER BY p.created_at DESC, p.post_key DESC\(cap.map { "\nLIMIT \($0)" } ?? "")
-        ) p
-        LIMIT $4
-        """
+            ORDER BY p.created_at DESC, p.post_key DESC
+        """ + cap + pageOuterLimit
     }
 
     /// The page for a viewer known by id, in one statement (one round trip): the viewer's key is an `InitPlan`
     /// (looked up once), used by the like probes and returned in the first column of every row (`NULL`: no such
     /// user). A page with no rows says nothing about the viewer; the caller looks it up then (the end of the feed).
-    static let feedPageByViewerIDSQL: [String] = (pageSizeBuckets.map(Optional.some) + [nil]).map { cap in
+    static let feedPageByViewerIDSQL: [String] = pageCapClauses.map { cap in
         """
         SELECT * FROM (
             SELECT (SELECT user_key FROM users WHERE id = $1) AS viewer_key,
@@ -191,11 +191,12 @@ final class PostgresTransaction: FeedTransaction {
                    IS NOT NULL AS liked
             FROM posts p
             WHERE (p.created_at, p.post_key) < ($2, $3)
-            ORDER BY p.created_at DESC, p.post_key DESC\(cap.map { "\nLIMIT \($0)" } ?? "")
-        ) p
-        LIMIT $4
-        """
+            ORDER BY p.created_at DESC, p.post_key DESC
+        """ + cap + pageOuterLimit
     }
+
+    /// The end of both page statements: the page size, bound.
+    private static let pageOuterLimit = "\n) p\nLIMIT $4"
 
     /// The statement of `statements` (one per bucket, then the uncapped one) for a page of `limit` rows.
     private static func statement(_ statements: [String], limit: Int) -> String {
