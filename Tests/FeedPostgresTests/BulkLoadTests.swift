@@ -37,6 +37,14 @@ import Testing
             }
             return (users, posts)
         }
+        // The loaded tables were vacuumed after the commit: every page all-visible (ANALYZE alone leaves
+        // `relallvisible` at 0 for rows just copied; autovacuum's first look is a minute away).
+        let visibility = try db.admin(
+            "SELECT relname::text, relpages, relallvisible FROM pg_class WHERE relname IN ('users', 'posts', 'likes') ORDER BY relname")
+        #expect(visibility.count == 3)
+        for row in visibility {
+            #expect(row[1] != .integer(0) && row[1] == row[2], "\(row)")
+        }
         #expect(userKeys == Array(1...Int64(userCount)))
         #expect(postKeys == Array(1...Int64(postCount)))
         try backend.read { tx throws in
