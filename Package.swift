@@ -33,10 +33,14 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
-        .systemLibrary(
-            name: "CLibPQ",
-            pkgConfig: "libpq",
-            providers: [.apt(["libpq-dev"])]
+        // libpq's declarations only (its header from libpq-dev, found where Debian/Ubuntu or Fedora put it). No
+        // pkg-config: that would also link libpq, which CLibPQLoader loads on first use instead (Docs/Storage.md,
+        // "Loading libpq").
+        .systemLibrary(name: "CLibPQ"),
+        .target(
+            name: "CLibPQLoader",
+            dependencies: ["CLibPQ"],
+            linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]
         ),
         .target(
             name: "FeedChecksum",
@@ -91,7 +95,7 @@ let package = Package(
         ),
         .target(
             name: "FeedPostgres",
-            dependencies: ["CLibPQ", "FeedCore", "FeedMigrations", "FeedChecksum"],
+            dependencies: ["CLibPQ", "CLibPQLoader", "FeedCore", "FeedMigrations", "FeedChecksum"],
             swiftSettings: strictSettings
         ),
         .target(

@@ -106,6 +106,7 @@ public final class PostgresBackend: FeedBackend {
         url: String, location: String, options: PostgresOptions, statementTimeout: Duration?, readOnly: Bool,
         applicationName: String = "feedsync"
     ) throws(StorageError) -> PostgresConnection {
+        try LibPQ.require(location: location)
         do {
             return try PostgresConnection.open(
                 url: url, applicationName: applicationName, connectTimeout: options.connectTimeout,

@@ -76,6 +76,12 @@ final class PostgresConnection {
     static func open(
         url: String, applicationName: String, connectTimeout: Duration, statementTimeout: Duration?, readOnlyByDefault: Bool
     ) throws(PostgresFailure) -> PostgresConnection {
+        // `PostgresBackend.connect` reports a missing libpq as `unsupportedLocation` before this is reached.
+        if let reason = LibPQ.load() {
+            throw PostgresFailure(
+                sqlState: "08001", message: "PostgreSQL's client library could not be loaded (\(reason))", sql: nil,
+                connectionBroken: true, beforeSending: true)
+        }
         let secrets = PostgresURL.secrets(in: url)
         // libpq applies keywords in order, the last value winning: the timeout can be overridden by the URI (which
         // `dbname` expands), the application name and encoding cannot.

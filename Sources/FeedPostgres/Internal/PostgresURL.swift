@@ -119,6 +119,8 @@ enum PostgresURL {
     /// The password(s) libpq reads from `url` (`PQconninfoParse`), decoded; empty when it has none or does not
     /// parse.
     private static func libpqPasswords(_ url: String) -> [String] {
+        // Without libpq nothing can connect with `url`; the URL's own password forms are still found above.
+        guard LibPQ.load() == nil else { return [] }
         var error: UnsafeMutablePointer<CChar>?
         guard let options = PQconninfoParse(url, &error) else {
             if let error { PQfreemem(error) }

@@ -1,0 +1,15 @@
+#ifndef FEEDSYNC_CLIBPQ_LOADER_H
+#define FEEDSYNC_CLIBPQ_LOADER_H
+
+#include <stddef.h>
+
+/// Loads PostgreSQL's client library (libpq) the first time it is called, from the environment variable
+/// FEEDSYNC_LIBPQ when it is set (a file name or path) and from the system's `libpq.so.5` otherwise, and resolves
+/// every libpq function FeedSync calls. Thread-safe; later calls return the first call's outcome at once.
+///
+/// Returns 1 when libpq is ready. Returns 0 when it could not be loaded and writes a one-line reason (the dynamic
+/// loader's message, or the missing function) into `reason` (NUL-terminated, cut to `capacity` bytes); `reason` may
+/// be NULL.
+int feedsync_libpq_load(char *reason, size_t capacity);
+
+#endif
