@@ -76,6 +76,23 @@ import Testing
         #expect(!"\(FeedError.postNotFound("evil\u{1B}[31m"))".contains("\u{1B}"))
     }
 
+    /// With one key cached the other is looked up alone (`postKey(for:)` / `userKey(for:)`): found, or the typed
+    /// error for the unknown one, and nothing written.
+    @Test(arguments: TestBackend.allCases) func aKeyNotCachedIsLookedUpAloneAndAnUnknownOneIsATypedError(on backend: TestBackend) throws {
+        let dir = TemporaryDirectory()
+        guard let service = try makeService(in: dir, on: backend) else { return }
+        _ = try service.like(userID: "user1", postID: "post1")  // both keys cached now
+        let before = try service.status()
+        #expect(throws: FeedError.postNotFound("post9")) { try service.like(userID: "user1", postID: "post9") }
+        #expect(throws: FeedError.userNotFound("nobody")) { try service.toggle(userID: "nobody", postID: "post1") }
+        #expect(try service.status() == before)
+        // The cached user with a post not cached yet, and the reverse: both found.
+        #expect(try service.like(userID: "user1", postID: "post2").changed)
+        #expect(try service.like(userID: "user2", postID: "post1").likeCount == 2)
+        #expect(try service.likedPostIDs(userID: "user1") == ["post1", "post2"])
+        #expect(try service.check().isEmpty)
+    }
+
     @Test(arguments: TestBackend.allCases) func rolledBackBatchEmitsNothing(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
         let bridge = EventBridge()

@@ -17,6 +17,8 @@ public protocol FeedTransaction: AnyObject {
     func insertPost(id: String, authorID: String, body: String, at time: Date) throws -> Post
     /// The key of a user, or `nil` when there is none.
     func userKey(for id: String) throws -> Int64?
+    /// The key of a post, or `nil` when there is none.
+    func postKey(for id: String) throws -> Int64?
     /// The keys of a user and a post in one query. - Throws: `userNotFound`, `postNotFound`.
     func keys(userID: String, postID: String) throws -> (user: Int64, post: Int64)
     /// A post, or `nil`.

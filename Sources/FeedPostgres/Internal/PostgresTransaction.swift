@@ -126,6 +126,10 @@ final class PostgresTransaction: FeedTransaction {
         try run("SELECT user_key FROM users WHERE id = $1", [.text(id)]).scalarInt64
     }
 
+    func postKey(for id: String) throws -> Int64? {
+        try run("SELECT post_key FROM posts WHERE id = $1", [.text(id)]).scalarInt64
+    }
+
     func keys(userID: String, postID: String) throws -> (user: Int64, post: Int64) {
         let result = try run(
             "SELECT (SELECT user_key FROM users WHERE id = $1), (SELECT post_key FROM posts WHERE id = $2)",

@@ -30,6 +30,10 @@ public final class SQLiteTransaction: FeedTransaction {
         try UserRepository(connection).key(for: id)
     }
 
+    public func postKey(for id: String) throws -> Int64? {
+        try PostRepository(connection).key(for: id)
+    }
+
     public func keys(userID: String, postID: String) throws -> (user: Int64, post: Int64) {
         try LikeRepository(connection).keys(userID: userID, postID: postID)
     }
