@@ -72,12 +72,71 @@ import Testing
         } else {
             Issue.record("bad unit succeeded")
         }
-        // The failed unit's first command was rolled back with it.
+        // The failed unit's first command was rolled back with it — here without any savepoint: both failures are
+        // unknown ids, found before the unit wrote anything.
         #expect(try service.post(id: "post2", viewerID: "user3").liked == false)
+        #expect(service.group.isolatedReruns == 0)
         let after = service.group.statistics
         #expect(after.units - before.units == 5)
         #expect(after.transactions - before.transactions == 2, "the four queued units share one transaction")
         // Three changes, delivered once each, in seq order, with no gap.
+        #expect(seen.wait { $0.count == 3 })
+        let seqs = seen.values
+        #expect(seqs == Array(seqs[0]...(seqs[0] + 2)))
+        #expect(try service.check().isEmpty)
+    }
+
+    /// A unit that fails *after* writing (here a trigger of the test's own raises on a like of post3, after the
+    /// unit's first command liked post2): the batch, run without savepoints, is rolled back and run again with a
+    /// savepoint per unit, so that unit fails alone and its first command is undone; the others commit once.
+    @Test func aUnitFailingAfterItWroteIsUndoneAloneByASavepointRerun() throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        try service.store.database.write { db in
+            try db.execute(
+                """
+                CREATE TRIGGER test_boom BEFORE INSERT ON likes
+                WHEN NEW.post_key = (SELECT post_key FROM posts WHERE id = 'post3')
+                BEGIN SELECT RAISE(ABORT, 'boom'); END
+                """)
+        }
+        let seen = Recorder(service.bridge.changes.map(\.seq))
+        let before = service.group.statistics
+        let results = LockedLog<(String, Result<[LikeResult], FeedError>)>()
+        let done = DispatchGroup()
+        func call(_ name: String, _ commands: [LikeCommand]) {
+            done.enter()
+            Thread.detachNewThread {
+                let result = Result { () throws(FeedError) in try service.perform(commands) }
+                results.append((name, result))
+                done.leave()
+            }
+        }
+        let taken = service.group.queue.taken
+        try service.store.database.writeWithoutTransaction { _ in
+            call("leader", [LikeCommand(.like, userID: "user1", postID: "post1")])
+            #expect(eventually { service.group.queue.taken == taken + 1 })
+            call("ok-1", [LikeCommand(.like, userID: "user2", postID: "post1")])
+            call("boom", [LikeCommand(.like, userID: "user3", postID: "post2"), LikeCommand(.like, userID: "user3", postID: "post3")])
+            call("ok-2", [LikeCommand(.toggle, userID: "user2", postID: "post2")])
+            #expect(eventually { service.group.queue.waiting == 3 })
+        }
+        #expect(done.wait(timeout: .now() + 20) == .success)
+        let outcome = Dictionary(uniqueKeysWithValues: results.values)
+        #expect((try? outcome["leader"]?.get())?.first?.changed == true)
+        #expect((try? outcome["ok-1"]?.get())?.first?.likeCount == 2)
+        #expect((try? outcome["ok-2"]?.get())?.first?.likeCount == 1)
+        if case .failure(let error) = outcome["boom"] {
+            #expect("\(error)".contains("boom"), "\(error)")
+        } else {
+            Issue.record("the failing unit succeeded")
+        }
+        #expect(service.group.isolatedReruns == 1)
+        #expect(try service.post(id: "post2", viewerID: "user3").liked == false)
+        #expect(try service.post(id: "post2", viewerID: "user2").post.likeCount == 1)
+        let after = service.group.statistics
+        #expect(after.units - before.units == 4)
+        #expect(after.transactions - before.transactions == 2)
         #expect(seen.wait { $0.count == 3 })
         let seqs = seen.values
         #expect(seqs == Array(seqs[0]...(seqs[0] + 2)))

@@ -6,9 +6,10 @@ internal import Foundation
 /// Each caller adds a **unit** (its commands, which must commit or fail together). Up to
 /// ``FeedBackend/concurrentWriteTransactions`` callers at once — one on SQLite, the pool's size on PostgreSQL —
 /// find a free slot and become **leaders**; a caller that finds every slot taken queues its unit and waits. A
-/// leader runs its own unit and every queued one (up to ``maximumBatch``) in one write transaction — each unit
-/// inside its own `SAVEPOINT` when there are several, so a unit that fails (an unknown post, a constraint) is
-/// rolled back alone and fails only its caller —, appends the batch's events after the last row change (the log
+/// leader runs its own unit and every queued one (up to ``maximumBatch``) in one write transaction — a unit that
+/// fails (an unknown post, a constraint) is rolled back alone and fails only its caller: a unit resolves all its keys
+/// before it writes, so an unknown id rejects it with nothing to undo (``UnitRejected``); a unit that fails after
+/// writing makes the leader roll the batch back and run it again with each unit in its own `SAVEPOINT` —, appends the batch's events after the last row change (the log
 /// is the last lock a transaction takes, see ``FeedTransaction/appendEvents(_:)``), commits, hands the committed
 /// range of events to the sequencer while it still holds the writer connection, and wakes each caller of the
 /// batch on the caller's own semaphore (no broadcast: nobody wakes only to wait again). If units queued up
@@ -55,6 +56,17 @@ final class GroupCommit: Sendable {
         var likeUnit: LikeUnit { LikeUnit(operations: commands, at: now) }
     }
 
+    /// Thrown by ``Apply`` when a unit fails before writing anything (an unknown user or post): the unit fails alone
+    /// and the transaction goes on, with no savepoint needed.
+    struct UnitRejected: Error {
+        let underlying: any Error
+        init(_ underlying: any Error) { self.underlying = underlying }
+    }
+
+    /// A unit of a batch run without savepoints failed after writing: the batch is rolled back and run again with a
+    /// savepoint per unit, so that the unit is undone alone.
+    private struct NeedsIsolation: Error {}
+
     /// Applies one unit's commands inside the current transaction: one event per change, appended at once into the
     /// events or — where the backend needs events last — drafted (appended after the batch's last row change, the
     /// changed results getting their seqs then).
@@ -77,6 +89,7 @@ final class GroupCommit: Sendable {
         var transactions = 0
         var units = 0
         var taken = 0
+        var isolatedReruns = 0
     }
 
     private let queueState = Locked(Queue())
@@ -97,6 +110,9 @@ final class GroupCommit: Sendable {
     var statistics: (transactions: Int, units: Int) {
         queueState.withLock { ($0.transactions, $0.units) }
     }
+
+    /// How many batches were run again with a savepoint per unit because a unit failed after writing.
+    var isolatedReruns: Int { queueState.withLock { $0.isolatedReruns } }
 
     /// How many units wait for a leader to take them, and how many leaders took so far.
     var queue: (waiting: Int, taken: Int) {
@@ -148,7 +164,9 @@ final class GroupCommit: Sendable {
         }
         let clock = ContinuousClock()
         let started = clock.now
-        Self.process(batch, backend: backend, sequencer: sequencer, apply: apply)
+        Self.process(batch, backend: backend, sequencer: sequencer, apply: apply) {
+            self.queueState.withLock { $0.isolatedReruns += 1 }
+        }
         let duration = clock.now - started
         let next = queueState.withLock { queue -> Unit? in
             queue.transactions += 1
@@ -196,7 +214,14 @@ final class GroupCommit: Sendable {
                         + "transactional handler); write through the transaction you were given")))
     }
 
-    private static func process(_ batch: [Unit], backend: any FeedBackend, sequencer: EventSequencer, apply: Apply) {
+    /// Runs `batch` in one transaction. A batch of several units first runs without savepoints — a unit whose keys
+    /// do not resolve is rejected before it writes anything (``UnitRejected``) — and only if a unit fails *after*
+    /// writing (no like command does on valid keys; a failure of the database itself would) is it rolled back and
+    /// run again with a savepoint per unit (`isolated`). Savepoints cost two statements per unit on SQLite.
+    private static func process(
+        _ batch: [Unit], backend: any FeedBackend, sequencer: EventSequencer, apply: Apply, isolated: Bool = false,
+        rerunning: () -> Void
+    ) {
         do {
             // The body may run more than once (a backend retries serialization failures): it keeps no state from
             // an earlier attempt — every unit's outcome and the events are set anew.
@@ -232,6 +257,20 @@ final class GroupCommit: Sendable {
                         // Alone: the transaction itself isolates the unit; no savepoint to pay for.
                         let results = try apply(tx, batch[0].commands, batch[0].now, &events, &drafts)
                         done.append((batch[0], results, 0..<drafts.count))
+                    } else if !isolated {
+                        for unit in batch {
+                            let draftMark = drafts.count
+                            do {
+                                let results = try apply(tx, unit.commands, unit.now, &events, &drafts)
+                                done.append((unit, results, draftMark..<drafts.count))
+                            } catch let rejected as UnitRejected {
+                                // Rejected before writing: no events, no drafts, nothing to undo.
+                                unit.outcome = .failure(FeedError.wrap(rejected.underlying))
+                                unit.lastSeq = nil
+                            } catch {
+                                throw NeedsIsolation()
+                            }
+                        }
                     } else {
                         for unit in batch {
                             let eventMark = events.count
@@ -242,7 +281,7 @@ final class GroupCommit: Sendable {
                             } catch {
                                 events.removeSubrange(eventMark...)
                                 drafts.removeSubrange(draftMark...)
-                                unit.outcome = .failure(FeedError.wrap(error))
+                                unit.outcome = .failure(FeedError.wrap((error as? UnitRejected)?.underlying ?? error))
                                 unit.lastSeq = nil
                             }
                         }
@@ -265,9 +304,13 @@ final class GroupCommit: Sendable {
                         sequencer.submit(after: range.after, through: last, events: range.events)
                     }
                 })
+        } catch is NeedsIsolation {
+            // Rolled back: run the batch again, each unit in its own savepoint.
+            rerunning()
+            process(batch, backend: backend, sequencer: sequencer, apply: apply, isolated: true, rerunning: rerunning)
         } catch {
             // The transaction (or its COMMIT) failed: nothing of the batch committed.
-            let failure = FeedError.wrap(error)
+            let failure = FeedError.wrap((error as? UnitRejected)?.underlying ?? error)
             for unit in batch {
                 if case .failure = unit.outcome {} else { unit.outcome = .failure(failure) }
                 unit.lastSeq = nil

@@ -161,8 +161,19 @@ public final class FeedService: Sendable {
         let eventsLast = tx.appendsEventsLast
         var results: [LikeResult] = []
         results.reserveCapacity(commands.count)
-        for command in commands {
-            let keys = try cachedKeys(userID: command.userID, postID: command.postID, tx: tx, userKeys: userKeys, postKeys: postKeys)
+        // Every key first, before any write: an unknown user or post (the way a like command fails on its own)
+        // rejects the unit with nothing written, so group commit needs no savepoint to fail it alone.
+        var unitKeys: [(user: Int64, post: Int64)] = []
+        unitKeys.reserveCapacity(commands.count)
+        do {
+            for command in commands {
+                unitKeys.append(
+                    try cachedKeys(userID: command.userID, postID: command.postID, tx: tx, userKeys: userKeys, postKeys: postKeys))
+            }
+        } catch {
+            throw GroupCommit.UnitRejected(error)
+        }
+        for (command, keys) in zip(commands, unitKeys) {
             let change: EventKind?
             switch command.action {
             case .like:
