@@ -198,7 +198,7 @@ final class PostgresConnection {
     /// - Throws: ``PostgresFailure``.
     @discardableResult
     func execute(
-        _ sql: String, _ parameters: [DatabaseValue] = [], prepared usePrepared: Bool = false
+        _ sql: String, _ parameters: [DatabaseValue] = [], prepared usePrepared: Bool = false, binaryResults: Bool = false
     ) throws(PostgresFailure) -> PostgresResult {
         guard let handle else { throw closedFailure(sql: sql) }
         for (index, parameter) in parameters.enumerated() {
@@ -217,12 +217,12 @@ final class PostgresConnection {
         }
         let raw = Self.withParameters(parameters, typed: !usePrepared) { count, types, values, lengths, formats in
             if let statementName {
-                PQexecPrepared(handle, statementName, count, values, lengths, formats, 0)
+                PQexecPrepared(handle, statementName, count, values, lengths, formats, binaryResults ? 1 : 0)
             } else {
-                PQexecParams(handle, sql, count, types, values, lengths, formats, 0)
+                PQexecParams(handle, sql, count, types, values, lengths, formats, binaryResults ? 1 : 0)
             }
         }
-        return try check(raw, sql: sql, parameters: parameters)
+        return try check(raw, sql: sql, parameters: parameters, binary: binaryResults)
     }
 
     /// Runs a script of one or more statements (the simple query protocol, no parameters): migrations and
@@ -270,13 +270,13 @@ final class PostgresConnection {
 
     /// Turns a libpq result into a ``PostgresResult`` or a ``PostgresFailure``.
     private func check(
-        _ raw: OpaquePointer?, sql: String, parameters: [DatabaseValue], expectCopy: Bool = false
+        _ raw: OpaquePointer?, sql: String, parameters: [DatabaseValue], expectCopy: Bool = false, binary: Bool = false
     ) throws(PostgresFailure) -> PostgresResult {
         guard let raw else { throw connectionFailure(sql: sql) }
         let status = PQresultStatus(raw)
         switch status {
         case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
-            return PostgresResult(raw)
+            return PostgresResult(raw, binary: binary)
         case PGRES_COPY_IN where expectCopy:
             return PostgresResult(raw)
         default:

@@ -2,13 +2,21 @@ internal import CLibPQ
 internal import FeedCore
 internal import Foundation
 
-/// A libpq result (`PGresult`) in text format, cleared when released.
+/// A libpq result (`PGresult`), cleared when released.
 ///
-/// The typed accessors parse the server's text output: `int8`, `int4`, `bool` (`t`/`f`), `float8`, `bytea` (hex).
+/// In text format (the default) the typed accessors parse the server's text output: `int8`, `int4`, `bool`
+/// (`t`/`f`), `float8`, `bytea` (hex). A result asked for in binary format (`binary`, the feed page statements)
+/// is read by ``int64(_:_:)``, ``bool(_:_:)`` and ``string(_:_:)`` only: integers as big-endian `int8`, `bool` as
+/// one byte, text as its bytes (the same in both formats).
 final class PostgresResult {
     private let raw: OpaquePointer
+    /// Whether every column came in PostgreSQL's binary format.
+    let binary: Bool
 
-    init(_ raw: OpaquePointer) { self.raw = raw }
+    init(_ raw: OpaquePointer, binary: Bool = false) {
+        self.raw = raw
+        self.binary = binary
+    }
 
     deinit { PQclear(raw) }
 
@@ -44,13 +52,22 @@ final class PostgresResult {
     func int64(_ row: Int, _ column: Int) -> Int64? {
         if isNull(row, column) { return nil }
         guard let text = PQgetvalue(raw, Int32(row), Int32(column)) else { return nil }
-        return Self.parseInt64(text, length: Int(PQgetlength(raw, Int32(row), Int32(column))))
+        let length = Int(PQgetlength(raw, Int32(row), Int32(column)))
+        guard binary else { return Self.parseInt64(text, length: length) }
+        return Self.bigEndianInteger(UnsafeRawPointer(text), length: length)
     }
 
-    /// The field as a boolean (`t`), or `nil` for `NULL`.
+    /// The field as a boolean (`t`; binary: a non-zero byte), or `nil` for `NULL`.
     func bool(_ row: Int, _ column: Int) -> Bool? {
         if isNull(row, column) { return nil }
-        return PQgetvalue(raw, Int32(row), Int32(column))?.pointee == CChar(UInt8(ascii: "t"))
+        guard let value = PQgetvalue(raw, Int32(row), Int32(column))?.pointee else { return nil }
+        return binary ? value != 0 : value == CChar(UInt8(ascii: "t"))
+    }
+
+    /// A binary `int8` field (8 bytes, big-endian), or `nil` for another length. (The binary statements select only
+    /// `BIGINT` integers.)
+    static func bigEndianInteger(_ bytes: UnsafeRawPointer, length: Int) -> Int64? {
+        length == 8 ? Int64(bigEndian: bytes.loadUnaligned(as: Int64.self)) : nil
     }
 
     /// The first column of the first row as an integer, or `nil` when there is no row or it is `NULL`.
@@ -60,6 +77,7 @@ final class PostgresResult {
     /// ``DatabaseValue/integer(_:)``, floating point as ``DatabaseValue/real(_:)``, `numeric` as an integer when it
     /// is one and a double otherwise, `bytea` as ``DatabaseValue/blob(_:)``, everything else as text.
     func value(_ row: Int, _ column: Int) -> DatabaseValue {
+        precondition(!binary, "PostgresResult.value reads text-format results only")
         guard let text = string(row, column) else { return .null }
         switch PQftype(raw, Int32(column)) {
         case 20, 21, 23, 26: return Int64(text).map(DatabaseValue.integer) ?? .text(text)

@@ -58,12 +58,12 @@ final class PostgresTransaction: FeedTransaction {
     /// Runs one of FeedSync's fixed statements (prepared once per connection).
     @discardableResult
     private func run(
-        _ sql: String, _ parameters: [DatabaseValue] = [], prepared: Bool = true,
+        _ sql: String, _ parameters: [DatabaseValue] = [], prepared: Bool = true, binaryResults: Bool = false,
         claim: (PostgresFailure) -> StorageError? = { _ in nil }
     ) throws(StorageError) -> PostgresResult {
         precondition(isValid, "API Violation: a FeedTransaction used after its closure returned")
         do {
-            return try connection.execute(sql, parameters, prepared: prepared)
+            return try connection.execute(sql, parameters, prepared: prepared, binaryResults: binaryResults)
         } catch {
             if access != .readOnce, !error.beforeSending, abortingFailure == nil { abortingFailure = error }
             throw claim(error) ?? error.storageError(location: location)
@@ -214,7 +214,8 @@ final class PostgresTransaction: FeedTransaction {
         let limitValue: DatabaseValue = limit < 0 ? .null : .integer(Int64(limit))
         let result = try run(
             Self.statement(Self.feedPageSQL, limit: limit),
-            [.integer(viewerKey ?? -1), .integer(after.createdAtMillis), .integer(after.sequence), limitValue])
+            [.integer(viewerKey ?? -1), .integer(after.createdAtMillis), .integer(after.sequence), limitValue],
+            binaryResults: true)
         return (0..<result.rowCount).map { row in
             FeedRow(post: Self.decodePost(result, row: row), liked: result.bool(row, 6) ?? false)
         }
@@ -225,7 +226,8 @@ final class PostgresTransaction: FeedTransaction {
         let limitValue: DatabaseValue = limit < 0 ? .null : .integer(Int64(limit))
         let result = try run(
             Self.statement(Self.feedPageByViewerIDSQL, limit: limit),
-            [.text(viewerID), .integer(after.createdAtMillis), .integer(after.sequence), limitValue])
+            [.text(viewerID), .integer(after.createdAtMillis), .integer(after.sequence), limitValue],
+            binaryResults: true)
         guard result.rowCount > 0 else {
             // Past the end of the feed (or an empty one): the page's statement returned no row to carry the key.
             guard let key = try userKey(for: viewerID) else { throw StorageError.userNotFound(viewerID) }
