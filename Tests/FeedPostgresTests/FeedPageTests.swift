@@ -27,7 +27,9 @@ import Testing
     /// The expected feed: newest time first, then the later insertion (higher index) first.
     private static let expectedOrder: [Int] = (0..<1205).sorted { ($0 % 400, $0) > ($1 % 400, $1) }
 
-    @Test(arguments: [1, 49, 50, 51, 200, 201, 1000, 1001])
+    // Each bucket's edges (a page of 1 uses the same statement as 50; walking 1,205 pages of one row each made this
+    // suite the heaviest of the ThreadSanitizer run and starved the publishers' stress tests past their bound).
+    @Test(arguments: [50, 51, 200, 201, 1000, 1001])
     func everyPageSizeWalksTheWholeFeedOnce(limit: Int) throws {
         guard let (db, viewer) = try Self.seeded("page_sizes_\(limit)") else { return }
         var byKey: [FeedRow] = []
