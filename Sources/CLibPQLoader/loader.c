@@ -52,6 +52,15 @@ static char feedsync_libpq_failure[512];
 // process, which crashed (a segmentation fault in `feedsync demo` on PostgreSQL). It refuses instead.
 extern const char _DYNAMIC[] __attribute__((weak));
 
+// A library that could not be opened or lacks a function: the reason with its fix, one line.
+static void feedsync_libpq_not_loaded(const char *detail) {
+    snprintf(
+        feedsync_libpq_failure, sizeof feedsync_libpq_failure,
+        "PostgreSQL's client library could not be loaded (%s); install libpq (Debian and Ubuntu: apt-get install "
+        "libpq5) or set FEEDSYNC_LIBPQ to its path",
+        detail);
+}
+
 static void feedsync_libpq_open(void) {
     if (_DYNAMIC == NULL) {
         snprintf(
@@ -65,15 +74,17 @@ static void feedsync_libpq_open(void) {
     void *library = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (library == NULL) {
         const char *message = dlerror();
-        snprintf(feedsync_libpq_failure, sizeof feedsync_libpq_failure, "%s", message != NULL ? message : name);
+        feedsync_libpq_not_loaded(message != NULL ? message : name);
         return;
     }
-#define FEEDSYNC_RESOLVE(function)                                                                         \
-    feedsync_##function = (__typeof__(function) *)dlsym(library, #function);                              \
-    if (feedsync_##function == NULL) {                                                                     \
-        snprintf(feedsync_libpq_failure, sizeof feedsync_libpq_failure, "%s has no function %s", name, #function); \
-        dlclose(library);                                                                                  \
-        return;                                                                                            \
+    char missing[256];
+#define FEEDSYNC_RESOLVE(function)                                                 \
+    feedsync_##function = (__typeof__(function) *)dlsym(library, #function);      \
+    if (feedsync_##function == NULL) {                                             \
+        snprintf(missing, sizeof missing, "%s has no function %s", name, #function); \
+        feedsync_libpq_not_loaded(missing);                                        \
+        dlclose(library);                                                          \
+        return;                                                                    \
     }
     FEEDSYNC_LIBPQ_FUNCTIONS(FEEDSYNC_RESOLVE)
 #undef FEEDSYNC_RESOLVE

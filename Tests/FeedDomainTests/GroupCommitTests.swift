@@ -11,6 +11,34 @@ import Foundation
 import FeedTestThreads
 import Testing
 
+/// Callers of `perform`, each on a thread of its own, with what each got back.
+private final class Calls: Sendable {
+    private let service: FeedService
+    private let results = LockedLog<(String, Result<[LikeResult], FeedError>)>()
+    private let done = DispatchGroup()
+
+    init(_ service: FeedService) { self.service = service }
+
+    /// Starts `perform(commands)` on a new thread, named `name`.
+    func start(_ name: String, _ commands: [LikeCommand]) {
+        done.enter()
+        Thread.detachNewThread { [self] in
+            let result = Result { () throws(FeedError) in try service.perform(commands) }
+            results.append((name, result))
+            done.leave()
+        }
+    }
+
+    /// The calls that returned so far.
+    var finished: [(String, Result<[LikeResult], FeedError>)] { results.values }
+
+    /// Every call's outcome by name once all returned, or `nil` when they did not within `seconds`.
+    func outcomes(within seconds: Int) -> [String: Result<[LikeResult], FeedError>]? {
+        guard done.wait(timeout: .now() + .seconds(seconds)) == .success else { return nil }
+        return Dictionary(uniqueKeysWithValues: results.values)
+    }
+}
+
 /// Group commit (issue 14): overlapping callers share a transaction, each caller's commands stay isolated, every
 /// caller returns only after the commit that holds its commands, events keep commit order, and an acknowledged
 /// command survives a SIGKILL.
@@ -33,32 +61,22 @@ import Testing
         let service = try makeService(in: dir)
         let seen = Recorder(service.bridge.changes.map(\.seq))
         let before = service.group.statistics
-        let results = LockedLog<(String, Result<[LikeResult], FeedError>)>()
-        let done = DispatchGroup()
-        func call(_ name: String, _ commands: [LikeCommand]) {
-            done.enter()
-            Thread.detachNewThread {
-                let result = Result { () throws(FeedError) in try service.perform(commands) }
-                results.append((name, result))
-                done.leave()
-            }
-        }
+        let calls = Calls(service)
         let taken = service.group.queue.taken
         try service.store.database.writeWithoutTransaction { _ in
-            call("leader", [LikeCommand(.like, userID: "user1", postID: "post1")])
+            calls.start("leader", [LikeCommand(.like, userID: "user1", postID: "post1")])
             // The leader took its own unit and now waits for the writer connection this test holds.
             #expect(eventually { service.group.queue.taken == taken + 1 })
-            call("ok-1", [LikeCommand(.like, userID: "user2", postID: "post1")])
-            call("unknown-post", [LikeCommand(.like, userID: "user2", postID: "nope")])
-            call(
+            calls.start("ok-1", [LikeCommand(.like, userID: "user2", postID: "post1")])
+            calls.start("unknown-post", [LikeCommand(.like, userID: "user2", postID: "nope")])
+            calls.start(
                 "second-fails",
                 [LikeCommand(.like, userID: "user3", postID: "post2"), LikeCommand(.like, userID: "nobody", postID: "post2")])
-            call("ok-2", [LikeCommand(.toggle, userID: "user3", postID: "post3")])
+            calls.start("ok-2", [LikeCommand(.toggle, userID: "user3", postID: "post3")])
             #expect(eventually { service.group.queue.waiting == 4 })
-            #expect(results.values.isEmpty, "no caller may return before its commit")
+            #expect(calls.finished.isEmpty, "no caller may return before its commit")
         }
-        #expect(done.wait(timeout: .now() + 20) == .success)
-        let outcome = Dictionary(uniqueKeysWithValues: results.values)
+        let outcome = try #require(calls.outcomes(within: 20))
         #expect((try? outcome["leader"]?.get())?.first?.changed == true)
         #expect((try? outcome["ok-1"]?.get())?.first?.likeCount == 2)
         #expect((try? outcome["ok-2"]?.get())?.first?.liked == true)
@@ -102,27 +120,18 @@ import Testing
         }
         let seen = Recorder(service.bridge.changes.map(\.seq))
         let before = service.group.statistics
-        let results = LockedLog<(String, Result<[LikeResult], FeedError>)>()
-        let done = DispatchGroup()
-        func call(_ name: String, _ commands: [LikeCommand]) {
-            done.enter()
-            Thread.detachNewThread {
-                let result = Result { () throws(FeedError) in try service.perform(commands) }
-                results.append((name, result))
-                done.leave()
-            }
-        }
+        let calls = Calls(service)
         let taken = service.group.queue.taken
         try service.store.database.writeWithoutTransaction { _ in
-            call("leader", [LikeCommand(.like, userID: "user1", postID: "post1")])
+            calls.start("leader", [LikeCommand(.like, userID: "user1", postID: "post1")])
             #expect(eventually { service.group.queue.taken == taken + 1 })
-            call("ok-1", [LikeCommand(.like, userID: "user2", postID: "post1")])
-            call("boom", [LikeCommand(.like, userID: "user3", postID: "post2"), LikeCommand(.like, userID: "user3", postID: "post3")])
-            call("ok-2", [LikeCommand(.toggle, userID: "user2", postID: "post2")])
+            calls.start("ok-1", [LikeCommand(.like, userID: "user2", postID: "post1")])
+            calls.start(
+                "boom", [LikeCommand(.like, userID: "user3", postID: "post2"), LikeCommand(.like, userID: "user3", postID: "post3")])
+            calls.start("ok-2", [LikeCommand(.toggle, userID: "user2", postID: "post2")])
             #expect(eventually { service.group.queue.waiting == 3 })
         }
-        #expect(done.wait(timeout: .now() + 20) == .success)
-        let outcome = Dictionary(uniqueKeysWithValues: results.values)
+        let outcome = try #require(calls.outcomes(within: 20))
         #expect((try? outcome["leader"]?.get())?.first?.changed == true)
         #expect((try? outcome["ok-1"]?.get())?.first?.likeCount == 2)
         #expect((try? outcome["ok-2"]?.get())?.first?.likeCount == 1)

@@ -7,10 +7,11 @@ internal import Foundation
 /// ``FeedBackend/concurrentWriteTransactions`` callers at once — one on SQLite, the pool's size on PostgreSQL —
 /// find a free slot and become **leaders**; a caller that finds every slot taken queues its unit and waits. A
 /// leader runs its own unit and every queued one (up to ``maximumBatch``) in one write transaction — a unit that
-/// fails (an unknown post, a constraint) is rolled back alone and fails only its caller: a unit resolves all its keys
-/// before it writes, so an unknown id rejects it with nothing to undo (``UnitRejected``); a unit that fails after
-/// writing makes the leader roll the batch back and run it again with each unit in its own `SAVEPOINT` —, appends the batch's events after the last row change (the log
-/// is the last lock a transaction takes, see ``FeedTransaction/appendEvents(_:)``), commits, hands the committed
+/// fails (an unknown post, a constraint) is rolled back alone and fails only its caller: a unit resolves all its
+/// keys before it writes, so an unknown id rejects it with nothing to undo (``UnitRejected``); a unit that fails
+/// after writing makes the leader roll the batch back and run it again with each unit in its own `SAVEPOINT` —,
+/// appends the batch's events after the last row change (the log is the last lock a transaction takes, see
+/// ``FeedTransaction/appendEvents(_:)``), commits, hands the committed
 /// range of events to the sequencer while it still holds the writer connection, and wakes each caller of the
 /// batch on the caller's own semaphore (no broadcast: nobody wakes only to wait again). If units queued up
 /// meanwhile, it hands its slot to the oldest one's caller and returns; that caller leads the next batch. A
@@ -164,8 +165,10 @@ final class GroupCommit: Sendable {
         }
         let clock = ContinuousClock()
         let started = clock.now
-        Self.process(batch, backend: backend, sequencer: sequencer, apply: apply) {
-            self.queueState.withLock { $0.isolatedReruns += 1 }
+        if !Self.process(batch, backend: backend, sequencer: sequencer, apply: apply, isolated: false) {
+            // A unit failed after writing: rolled back; again, each unit in its own savepoint.
+            queueState.withLock { $0.isolatedReruns += 1 }
+            _ = Self.process(batch, backend: backend, sequencer: sequencer, apply: apply, isolated: true)
         }
         let duration = clock.now - started
         let next = queueState.withLock { queue -> Unit? in
@@ -218,10 +221,11 @@ final class GroupCommit: Sendable {
     /// do not resolve is rejected before it writes anything (``UnitRejected``) — and only if a unit fails *after*
     /// writing (no like command does on valid keys; a failure of the database itself would) is it rolled back and
     /// run again with a savepoint per unit (`isolated`). Savepoints cost two statements per unit on SQLite.
+    ///
+    /// - Returns: `false` when the batch was rolled back to be run again `isolated` (never when `isolated`).
     private static func process(
-        _ batch: [Unit], backend: any FeedBackend, sequencer: EventSequencer, apply: Apply, isolated: Bool = false,
-        rerunning: () -> Void
-    ) {
+        _ batch: [Unit], backend: any FeedBackend, sequencer: EventSequencer, apply: Apply, isolated: Bool
+    ) -> Bool {
         do {
             // The body may run more than once (a backend retries serialization failures): it keeps no state from
             // an earlier attempt — every unit's outcome and the events are set anew.
@@ -265,7 +269,7 @@ final class GroupCommit: Sendable {
                                 done.append((unit, results, draftMark..<drafts.count))
                             } catch let rejected as UnitRejected {
                                 // Rejected before writing: no events, no drafts, nothing to undo.
-                                unit.outcome = .failure(FeedError.wrap(rejected.underlying))
+                                unit.outcome = .failure(failure(rejected))
                                 unit.lastSeq = nil
                             } catch {
                                 throw NeedsIsolation()
@@ -281,7 +285,7 @@ final class GroupCommit: Sendable {
                             } catch {
                                 events.removeSubrange(eventMark...)
                                 drafts.removeSubrange(draftMark...)
-                                unit.outcome = .failure(FeedError.wrap((error as? UnitRejected)?.underlying ?? error))
+                                unit.outcome = .failure(failure(error))
                                 unit.lastSeq = nil
                             }
                         }
@@ -305,16 +309,20 @@ final class GroupCommit: Sendable {
                     }
                 })
         } catch is NeedsIsolation {
-            // Rolled back: run the batch again, each unit in its own savepoint.
-            rerunning()
-            process(batch, backend: backend, sequencer: sequencer, apply: apply, isolated: true, rerunning: rerunning)
+            return false
         } catch {
             // The transaction (or its COMMIT) failed: nothing of the batch committed.
-            let failure = FeedError.wrap((error as? UnitRejected)?.underlying ?? error)
+            let batchFailure = failure(error)
             for unit in batch {
-                if case .failure = unit.outcome {} else { unit.outcome = .failure(failure) }
+                if case .failure = unit.outcome {} else { unit.outcome = .failure(batchFailure) }
                 unit.lastSeq = nil
             }
         }
+        return true
+    }
+
+    /// A unit's failure as its caller sees it (a rejection by the error that caused it).
+    private static func failure(_ error: any Error) -> FeedError {
+        FeedError.wrap((error as? UnitRejected)?.underlying ?? error)
     }
 }

@@ -7,7 +7,7 @@ internal import FeedCore
 enum LibPQ {
     /// Loads libpq unless it is loaded already (thread-safe; the first outcome is kept).
     ///
-    /// - Returns: `nil` when libpq is ready, otherwise the dynamic loader's one-line reason.
+    /// - Returns: `nil` when libpq is ready, otherwise the one-line reason with its fix.
     static func load() -> String? {
         var reason = [UInt8](repeating: 0, count: 512)
         let ready = reason.withUnsafeMutableBufferPointer { buffer in
@@ -22,13 +22,6 @@ enum LibPQ {
     ///
     /// - Throws: ``StorageError/unsupportedLocation(_:reason:)`` when libpq cannot be loaded.
     static func require(location: String) throws(StorageError) {
-        guard let reason = load() else { return }
-        if reason.hasPrefix("this program is a fully static executable") {
-            throw .unsupportedLocation(location, reason: reason)
-        }
-        throw .unsupportedLocation(
-            location,
-            reason: "PostgreSQL's client library could not be loaded (\(reason)); install libpq "
-                + "(Debian and Ubuntu: apt-get install libpq5) or set FEEDSYNC_LIBPQ to its path")
+        if let reason = load() { throw .unsupportedLocation(location, reason: reason) }
     }
 }

@@ -78,9 +78,7 @@ final class PostgresConnection {
     ) throws(PostgresFailure) -> PostgresConnection {
         // `PostgresBackend.connect` reports a missing libpq as `unsupportedLocation` before this is reached.
         if let reason = LibPQ.load() {
-            throw PostgresFailure(
-                sqlState: "08001", message: "PostgreSQL's client library could not be loaded (\(reason))", sql: nil,
-                connectionBroken: true, beforeSending: true)
+            throw PostgresFailure(sqlState: "08001", message: reason, sql: nil, connectionBroken: true, beforeSending: true)
         }
         let secrets = PostgresURL.secrets(in: url)
         // libpq applies keywords in order, the last value winning: the timeout can be overridden by the URI (which

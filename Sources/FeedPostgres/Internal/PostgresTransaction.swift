@@ -162,8 +162,8 @@ final class PostgresTransaction: FeedTransaction {
 
     /// The inner caps; a page larger than the last, or unbounded (`limit < 0`), uses a statement without one.
     static let pageSizeBuckets = [50, 200, 1000]
-    /// `pageSizeBuckets` as statement text (literal constants, then none for the uncapped statement).
-    private static let pageCapClauses = ["\nLIMIT 50", "\nLIMIT 200", "\nLIMIT 1000", ""]
+    /// `pageSizeBuckets` as statement text (integer constants of this file, then none for the uncapped statement).
+    private static let pageCapClauses = pageSizeBuckets.map { "\nLIMIT " + String($0) } + [""]
 
     /// The feed page query: the same order and cursor semantics as the SQLite backend's `PostRepository.feedPage`.
     ///
