@@ -1,3 +1,4 @@
+import Foundation
 import FeedPublishers
 import Synchronization
 import FeedTestThreads
@@ -37,18 +38,26 @@ import Testing
         let current = CurrentValuePublisher<Int, Never>(-1)
         let sendersDone = Atomic<Int>(0)
         let checks = Locked<[OrderCheck]>([])
-        let finished = runOnThreads(4) { index in
+        let steps = Atomic<Int>(0)  // sends and subscription rounds, for the stall watchdog
+        let finished = runOnThreads(4, progress: { steps.load(ordering: .relaxed) }) { index in
             switch index {
             case 0:
-                for value in 0..<events { passthrough.send(value) }
+                for value in 0..<events {
+                    passthrough.send(value)
+                    steps.wrappingAdd(1, ordering: .relaxed)
+                }
                 sendersDone.wrappingAdd(1, ordering: .sequentiallyConsistent)
             case 1:
-                for value in 0..<events { current.send(value) }
+                for value in 0..<events {
+                    current.send(value)
+                    steps.wrappingAdd(1, ordering: .relaxed)
+                }
                 sendersDone.wrappingAdd(1, ordering: .sequentiallyConsistent)
             default:
                 var round = 0
                 while sendersDone.load(ordering: .sequentiallyConsistent) < 2 || round < 4 {
                     round += 1
+                    steps.wrappingAdd(1, ordering: .relaxed)
                     let check = OrderCheck()
                     let other = OrderCheck()
                     checks.withLock { $0.append(contentsOf: [check, other]) }
@@ -89,13 +98,30 @@ import Testing
             }
             total.wrappingAdd(1, ordering: .relaxed)
         }
-        let finished = runOnThreads(senders) { sender in
+        let finished = runOnThreads(senders, progress: { total.load(ordering: .relaxed) }) { sender in
             for sequence in 0..<events { sut.send(sequence * senders + sender) }
         }
         #expect(finished)
         #expect(violations.load(ordering: .relaxed) == 0)
         #expect(total.load(ordering: .relaxed) == senders * events)
         token.cancel()
+    }
+
+    /// The stress tests' watchdog fails on a stall (no progress for its bound) and not on slow progress.
+    @Test func theWatchdogFailsOnAStallAndNotOnSlowProgress() {
+        let release = DispatchSemaphore(value: 0)
+        let stuck = runOnThreads(2, stallAfter: 1, progress: { 0 }) { _ in release.wait() }
+        #expect(!stuck)
+        release.signal()
+        release.signal()
+        let steps = Atomic<Int>(0)
+        let slow = runOnThreads(1, stallAfter: 1, progress: { steps.load(ordering: .relaxed) }) { _ in
+            for _ in 0..<5 {
+                steps.wrappingAdd(1, ordering: .relaxed)
+                usleep(300_000)  // slow work, not a wait for an event: 1.5 s in all, past the 1 s stall bound
+            }
+        }
+        #expect(slow)
     }
 
     /// A new current-value subscriber requesting one value while another thread sends gets exactly

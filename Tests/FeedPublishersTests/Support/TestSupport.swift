@@ -35,6 +35,54 @@ func drainMainQueue() async {
 /// Runs `body` on `count` new threads at once and waits (bounded) for all of them.
 func runOnThreads(_ count: Int, timeout seconds: Double = 60, _ body: @escaping @Sendable (Int) -> Void) -> Bool {
     let done = DispatchSemaphore(value: 0)
+    startThreads(count, signalling: done, body)
+    let deadline = DispatchTime.now() + seconds
+    for _ in 0..<count where done.wait(timeout: deadline) == .timedOut {
+        return false
+    }
+    return true
+}
+
+/// Runs `body` on `count` new threads at once and waits for all of them while they make progress.
+///
+/// A stress test's watchdog: it fails on a *stall* — `progress()` (a count the threads raise as they work) not
+/// rising for `stallAfter` seconds — rather than on a fixed total time, which a loaded CI machine running the
+/// ThreadSanitizer suites in parallel can exceed without anything being stuck. `limit` still bounds the whole run.
+/// On a stall it prints the progress reached, so the failure says where the threads stopped.
+func runOnThreads(
+    _ count: Int, stallAfter seconds: Double = 30, limit: Double = 600, progress: @escaping @Sendable () -> Int,
+    _ body: @escaping @Sendable (Int) -> Void
+) -> Bool {
+    let done = DispatchSemaphore(value: 0)
+    startThreads(count, signalling: done, body)
+    let start = DispatchTime.now()
+    var lastProgress = progress()
+    var lastChange = start
+    var finished = 0
+    while finished < count {
+        if done.wait(timeout: .now() + 0.5) == .success {
+            finished += 1
+            continue
+        }
+        let now = DispatchTime.now()
+        let current = progress()
+        if current != lastProgress {
+            lastProgress = current
+            lastChange = now
+        }
+        let stalled = Double(now.uptimeNanoseconds - lastChange.uptimeNanoseconds) / 1e9 >= seconds
+        let overLimit = Double(now.uptimeNanoseconds - start.uptimeNanoseconds) / 1e9 >= limit
+        if stalled || overLimit {
+            print(
+                "runOnThreads: \(stalled ? "no progress for \(seconds) s" : "over the \(limit) s limit") at "
+                    + "progress \(current), \(finished) of \(count) threads finished")
+            return false
+        }
+    }
+    return true
+}
+
+private func startThreads(_ count: Int, signalling done: DispatchSemaphore, _ body: @escaping @Sendable (Int) -> Void) {
     for index in 0..<count {
         let thread = Thread {
             body(index)
@@ -42,11 +90,6 @@ func runOnThreads(_ count: Int, timeout seconds: Double = 60, _ body: @escaping 
         }
         thread.start()
     }
-    let deadline = DispatchTime.now() + seconds
-    for _ in 0..<count where done.wait(timeout: deadline) == .timedOut {
-        return false
-    }
-    return true
 }
 
 /// A one-shot gate that async code waits on without blocking a thread.
