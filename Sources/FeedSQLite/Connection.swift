@@ -30,6 +30,8 @@ public final class Connection {
     public let isReadOnly: Bool
     private var statementCache: [StatementKey: Statement] = [:]
     private var busyCallbackBox: BusyCallbackBox?
+    /// The object behind the WAL hook (a `Checkpointer`), kept alive as long as the connection.
+    var walHookOwner: AnyObject?
     private var isClosed = false
     /// Set by the owning ``Database`` while a closure may use the connection.
     var isAccessible = true
@@ -163,7 +165,8 @@ public final class Connection {
     }
 
     /// Makes a writer of a connection opened by ``init(location:access:configuration:)``: switches a file to WAL
-    /// (the first step that may write the file) and sets `synchronous = NORMAL`.
+    /// (the first step that may write the file) and sets `synchronous = NORMAL`; with
+    /// ``CheckpointPolicy/inline(pages:)``, sets SQLite's automatic checkpoint to those pages.
     func prepareForWriting(configuration: Configuration) throws(SQLiteError) {
         if case .file = location {
             // Switching to WAL needs an exclusive lock for an instant; retry within the busy policy's bound.
@@ -176,6 +179,9 @@ public final class Connection {
             }
         }
         try execute("PRAGMA synchronous = NORMAL")
+        if case .inline(let pages) = configuration.checkpointPolicy {
+            sqlite3_wal_autocheckpoint(handle, Int32(clamping: max(0, pages)))
+        }
     }
 
     /// Retries `body` while it fails with BUSY/LOCKED, sleeping briefly, until `timeout` has elapsed.

@@ -30,6 +30,8 @@ public final class Database: Sendable {
     /// statement after validation and closes last.
     private let keeper: SerializedConnection?
     private let readers: ReaderPool
+    /// For a writable file with ``CheckpointPolicy/background(pages:limit:)``: the checkpoint thread's owner.
+    private let checkpointer: Checkpointer?
 
     // MARK: - Opening
 
@@ -96,6 +98,7 @@ public final class Database: Sendable {
         readers = ReaderPool(location: location, configuration: configuration, capacity: readerCount)
         if configuration.readOnly {
             writer = nil
+            checkpointer = nil
             // The keeper never writes; it only lets `close()` tidy up as the last connection. It is optional: a
             // file it cannot open read-write is still read.
             keeper =
@@ -115,6 +118,16 @@ public final class Database: Sendable {
             }
         } else {
             keeper = nil
+            var checkpointer: Checkpointer?
+            if case .file = location, case .background(let pages, let limit) = configuration.checkpointPolicy {
+                guard pages > 0, limit >= pages else {
+                    throw SQLiteError(
+                        code: .misuse,
+                        message: "checkpointPolicy .background(pages: \(pages), limit: \(limit)): pages must be "
+                            + "positive and limit at least pages")
+                }
+                checkpointer = Checkpointer(location: location, configuration: configuration, pages: pages, limit: limit)
+            }
             let connection = try Connection(location: location, access: .readWrite, configuration: configuration)
             do {
                 try validate(connection)
@@ -124,8 +137,15 @@ public final class Database: Sendable {
                 connection.close()
                 throw error
             }
+            checkpointer?.install(on: connection)
+            self.checkpointer = checkpointer
             writer = SerializedConnection(connection)
         }
+    }
+
+    deinit {
+        // The checkpoint thread holds no reference to the database; end it with the database.
+        checkpointer?.stop()
     }
 
     /// The file path, or `nil` for an in-memory database.
@@ -177,12 +197,19 @@ public final class Database: Sendable {
         return try readers.withReader(body)
     }
 
+    /// How many checkpoints ran so far, with ``CheckpointPolicy/background(pages:limit:)`` (all zero otherwise).
+    public var checkpoints: CheckpointStatistics {
+        checkpointer?.statistics ?? CheckpointStatistics()
+    }
+
     /// Closes every connection. Later calls to ``write(_:)`` or ``read(_:)`` fail with `SQLITE_MISUSE`.
     ///
-    /// Readers close first, so the writer is the last connection: SQLite then checkpoints the WAL into the
-    /// database and removes the `-wal` and `-shm` files (a read-only connection could not; a read-only database
-    /// does it only with ``Configuration/removesWALFilesOnClose``).
+    /// The checkpoint thread ends first (after the checkpoint it may be running) and readers close next, so the
+    /// writer is the last connection: SQLite then checkpoints the WAL into the database and removes the `-wal` and
+    /// `-shm` files (a read-only connection could not; a read-only database does it only with
+    /// ``Configuration/removesWALFilesOnClose``).
     public func close() {
+        checkpointer?.stop()
         readers.close()
         writer?.close()
         keeper?.close()

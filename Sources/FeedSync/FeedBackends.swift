@@ -37,6 +37,7 @@ public enum FeedBackends {
                 var configuration = Configuration()
                 configuration.busyMode = .timeout(options.busyTimeout)
                 configuration.removesWALFilesOnClose = options.removesWALFilesOnClose
+                if !options.backgroundCheckpoints { configuration.checkpointPolicy = .inline(pages: 1_000) }
                 let mode: FeedStore.OpenMode =
                     switch options.mode {
                     case .migrate: .migrate

@@ -14,10 +14,17 @@ struct BackendChoice {
     let serverURL: String?
     /// `--keep`: leave the PostgreSQL database in place after the run.
     let keep: Bool
+    /// SQLite: `--checkpoint background` (the default) or `inline` (SQLite's automatic checkpoint, for comparison).
+    let backgroundCheckpoints: Bool
 
     /// Reads `--db` and `--keep` (call before `args.finish()`).
     init(_ args: Arguments) throws {
         keep = try args.flag("keep")
+        let checkpoint = args.string("checkpoint", "background")
+        guard checkpoint == "background" || checkpoint == "inline" else {
+            throw BenchError("--checkpoint must be background or inline, got \(checkpoint)")
+        }
+        backgroundCheckpoints = checkpoint == "background"
         if let url = args.optionalString("db") {
             guard case .postgreSQL = try? FeedLocation(url) else {
                 throw BenchError("--db needs a postgresql:// URL, got \(FeedLocation.redacted(url))")
@@ -35,9 +42,15 @@ struct BackendChoice {
     /// `"postgresql"` or `"sqlite"`, for the JSON line's `backend`.
     var name: String { serverURL == nil ? "sqlite" : "postgresql" }
 
+    /// Adds `backend` to a result line, and for SQLite `checkpoint` (`background` or `inline`).
+    func addKeys(to line: inout JSONLine) {
+        line.add("backend", name)
+        if serverURL == nil { line.add("checkpoint", backgroundCheckpoints ? "background" : "inline") }
+    }
+
     /// A fresh, empty database for one run; `file` names the SQLite file.
     func makeDatabase(file: String) throws -> BenchDatabase {
-        guard let serverURL else { return try BenchDatabase(sqliteFile: file) }
+        guard let serverURL else { return try BenchDatabase(sqliteFile: file, backgroundCheckpoints: backgroundCheckpoints) }
         return try BenchDatabase(server: serverURL, keep: keep)
     }
 }
@@ -51,8 +64,12 @@ final class BenchDatabase {
     private let server: String?
     private let databaseName: String?
     private let keep: Bool
+    private let options: FeedOpenOptions
 
-    init(sqliteFile file: String) throws {
+    init(sqliteFile file: String, backgroundCheckpoints: Bool) throws {
+        var options = FeedOpenOptions()
+        options.backgroundCheckpoints = backgroundCheckpoints
+        self.options = options
         let directory = try TempDirectory()
         self.directory = directory
         location = directory.file(file)
@@ -74,11 +91,12 @@ final class BenchDatabase {
         directory = nil
         self.server = server
         self.keep = keep
+        options = FeedOpenOptions()
     }
 
     /// Opens the run's database (SQLite: created and migrated; PostgreSQL: migrated).
     func open() throws -> FeedService {
-        try FeedService(location: location)
+        try FeedService(location: location, options: options)
     }
 
     /// Deletes the temporary directory, or drops the PostgreSQL database unless `--keep` was given.

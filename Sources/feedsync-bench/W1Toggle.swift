@@ -65,7 +65,7 @@ enum W1Toggle {
         var line = JSONLine()
         line.add("workload", "w1")
         line.add("impl", "feedsync")
-        line.add("backend", backend.name)
+        backend.addKeys(to: &line)
         line.add("clients", clients)
         if hotPost { line.add("hot_post", true) }
         line.add("posts", posts)

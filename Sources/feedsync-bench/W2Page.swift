@@ -60,7 +60,7 @@ enum W2Page {
         var line = JSONLine()
         line.add("workload", "w2")
         line.add("impl", "feedsync")
-        line.add("backend", backend.name)
+        backend.addKeys(to: &line)
         line.add("clients", 1)
         line.add("posts", postCount)
         line.add("likes", likeCount)

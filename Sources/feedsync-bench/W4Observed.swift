@@ -79,7 +79,7 @@ enum W4Observed {
         var line = JSONLine()
         line.add("workload", "w4")
         line.add("impl", "feedsync")
-        line.add("backend", backend.name)
+        backend.addKeys(to: &line)
         line.add("clients", 1)
         line.add("observer", "bridge")
         line.add("posts", posts)

@@ -98,7 +98,7 @@ enum W6CatchUp {
         var line = JSONLine()
         line.add("workload", "w6")
         line.add("impl", "feedsync")
-        line.add("backend", backend.name)
+        backend.addKeys(to: &line)
         line.add("clients", 1)
         line.add("events", events)
         line.add("users", users)

@@ -65,7 +65,7 @@ enum W7Concurrent {
         var line = JSONLine()
         line.add("workload", "w7")
         line.add("impl", "feedsync")
-        line.add("backend", backend.name)
+        backend.addKeys(to: &line)
         line.add("writer", serialize ? "mutex" : "group")
         line.add("threads", threads)
         line.add("clients", threads)
