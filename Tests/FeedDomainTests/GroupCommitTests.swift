@@ -236,4 +236,42 @@ private final class Calls: Sendable {
         }
         #expect(acknowledged.count >= 250)
     }
+
+    /// The same with the log past the background checkpoint's threshold (2,000 pages): the child is killed while its
+    /// checkpoint thread (or its writer, at 8,000 pages) copies the log into the database file. Every acknowledged
+    /// change is there after reopening, and the checks hold.
+    @Test func acknowledgedCommandsSurviveASigkillDuringCheckpoints() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("feed.sqlite")
+        do {
+            let service = try makeService(in: dir)
+            service.store.close()
+        }
+        let initialSize = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int ?? 0
+        let bench = try benchExecutable()
+        var acknowledged: [Int64] = []
+        for round in 0..<3 {
+            let child = try Child(bench, ["agent-crash", "--db", path, "--threads", "3", "--posts", "3"])
+            // ~4 pages a commit: 1,500 acknowledged commits put the log past 6,000 pages.
+            let target = 1_500 + round * 500
+            #expect(child.lines.wait(seconds: 120, until: { $0.count >= target }))
+            child.kill()
+            for line in child.lines.values {
+                let parts = line.split(separator: " ")
+                guard parts.count == 4, parts[0] == "ack", let seq = Int64(parts[1]) else { continue }
+                acknowledged.append(seq)
+            }
+            if round == 0 {
+                // Pages reached the database file before the kill: a checkpoint ran in the child.
+                let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int ?? 0
+                #expect(size > initialSize, "no checkpoint copied pages into the file (\(size) bytes)")
+            }
+            let service = try FeedService(path: path)
+            #expect(try service.check().isEmpty)
+            let logged = Set(try service.events(after: 0).map(\.seq))
+            #expect(acknowledged.allSatisfy { logged.contains($0) }, "round \(round): an acknowledged change is missing")
+            service.store.close()
+        }
+        #expect(acknowledged.count >= 4_500)
+    }
 }

@@ -171,9 +171,8 @@ import Testing
                 last = now
                 lastChange = .now
             } else if ContinuousClock.now - lastChange > .seconds(30) {
-                Issue.record(
-                    "stalled at \(now) steps, \(finished) of \(threads) threads done; "
-                        + "\(first.checkpoints) / \(second.checkpoints)")
+                let state = "\(first.checkpoints) / \(second.checkpoints)"
+                Issue.record("stalled at \(now) steps, \(finished) of \(threads) threads done; \(state)")
                 return
             }
         }
