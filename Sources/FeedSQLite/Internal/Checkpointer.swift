@@ -46,13 +46,14 @@ final class Checkpointer: @unchecked Sendable {
     private var counts = CheckpointStatistics()
     /// The log's size at the last commit seen at `pages` or more, and the size at which the thread is asked next.
     private var lastSeen = 0
-    private lazy var nextRequest = pages
+    private var nextRequest: Int
 
     init(location: Connection.Location, configuration: Configuration, pages: Int, limit: Int) {
         self.location = location
         self.configuration = configuration
         self.pages = pages
         self.limit = limit
+        nextRequest = pages
     }
 
     /// Replaces `writer`'s automatic checkpoint with this object's hook; the connection keeps this object alive.
