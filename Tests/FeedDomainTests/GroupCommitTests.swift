@@ -210,37 +210,31 @@ private final class Calls: Sendable {
     /// An acknowledged command survives a SIGKILL of the process: three threads commit through group commit in a
     /// child process, which is killed mid-stream; every seq it acknowledged is in the log after reopening.
     @Test func acknowledgedCommandsSurviveASigkill() throws {
-        let dir = TemporaryDirectory()
-        let path = dir.file("feed.sqlite")
-        do {
-            let service = try makeService(in: dir)
-            service.store.close()
-        }
-        let bench = try benchExecutable()
-        var acknowledged: [Int64] = []
-        for round in 0..<5 {
-            let child = try Child(bench, ["agent-crash", "--db", path, "--threads", "3", "--posts", "3"])
-            let target = 50 + round * 40
-            #expect(child.lines.wait { $0.count >= target })
-            child.kill()
-            for line in child.lines.values {
-                let parts = line.split(separator: " ")
-                guard parts.count == 4, parts[0] == "ack", let seq = Int64(parts[1]) else { continue }
-                acknowledged.append(seq)
-            }
-            let service = try FeedService(path: path)
-            #expect(try service.check().isEmpty)
-            let logged = Set(try service.events(after: 0).map(\.seq))
-            #expect(acknowledged.allSatisfy { logged.contains($0) }, "round \(round): an acknowledged change is missing")
-            service.store.close()
-        }
-        #expect(acknowledged.count >= 250)
+        let acknowledged = try killChildWriter(afterAcks: (0..<5).map { 50 + $0 * 40 })
+        #expect(acknowledged >= 250)
     }
 
     /// The same with the log past the background checkpoint's threshold (2,000 pages): the child is killed while its
     /// checkpoint thread (or its writer, at 8,000 pages) copies the log into the database file. Every acknowledged
     /// change is there after reopening, and the checks hold.
     @Test func acknowledgedCommandsSurviveASigkillDuringCheckpoints() throws {
+        // ~4 pages a commit: 1,500 acknowledged commits put the log past 6,000 pages.
+        let acknowledged = try killChildWriter(afterAcks: [1_500, 2_000, 2_500]) { path, initialSize in
+            // Pages reached the database file before the kill: a checkpoint ran in the child.
+            let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int ?? 0
+            #expect(size > initialSize, "no checkpoint copied pages into the file (\(size) bytes)")
+        }
+        #expect(acknowledged >= 4_500)
+    }
+
+    /// Runs the `agent-crash` child (three threads toggling through group commit) once per target, killing it with
+    /// SIGKILL once it acknowledged that many commits; after each kill, `afterKill` (given the path and the file's
+    /// size before the first run) runs, then the database is reopened and checked: every acknowledged seq logged.
+    ///
+    /// - Returns: how many commits the children acknowledged in all.
+    private func killChildWriter(
+        afterAcks targets: [Int], afterKill: (String, Int) -> Void = { _, _ in }
+    ) throws -> Int {
         let dir = TemporaryDirectory()
         let path = dir.file("feed.sqlite")
         do {
@@ -250,10 +244,8 @@ private final class Calls: Sendable {
         let initialSize = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int ?? 0
         let bench = try benchExecutable()
         var acknowledged: [Int64] = []
-        for round in 0..<3 {
+        for (round, target) in targets.enumerated() {
             let child = try Child(bench, ["agent-crash", "--db", path, "--threads", "3", "--posts", "3"])
-            // ~4 pages a commit: 1,500 acknowledged commits put the log past 6,000 pages.
-            let target = 1_500 + round * 500
             #expect(child.lines.wait(seconds: 120, until: { $0.count >= target }))
             child.kill()
             for line in child.lines.values {
@@ -261,17 +253,13 @@ private final class Calls: Sendable {
                 guard parts.count == 4, parts[0] == "ack", let seq = Int64(parts[1]) else { continue }
                 acknowledged.append(seq)
             }
-            if round == 0 {
-                // Pages reached the database file before the kill: a checkpoint ran in the child.
-                let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int ?? 0
-                #expect(size > initialSize, "no checkpoint copied pages into the file (\(size) bytes)")
-            }
+            afterKill(path, initialSize)
             let service = try FeedService(path: path)
             #expect(try service.check().isEmpty)
             let logged = Set(try service.events(after: 0).map(\.seq))
             #expect(acknowledged.allSatisfy { logged.contains($0) }, "round \(round): an acknowledged change is missing")
             service.store.close()
         }
-        #expect(acknowledged.count >= 4_500)
+        return acknowledged.count
     }
 }
