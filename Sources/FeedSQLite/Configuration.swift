@@ -36,6 +36,8 @@ public struct CheckpointStatistics: Sendable, Hashable {
     /// The most pages the log held after a commit of this database's writer, as far as the checkpoint policy saw
     /// (sizes below ``CheckpointPolicy/background(pages:limit:)``'s `pages` are not recorded).
     public var largestLog = 0
+    /// The pages in the log after the writer's last commit (small again once the log started over).
+    public var lastLog = 0
 
     /// No checkpoints yet.
     public init() {}

@@ -88,6 +88,43 @@ import Testing
         #expect(try reopened.read { db in try db.fetchInt64("SELECT count(*) FROM t") } == 500)
     }
 
+    /// A reader holding an old snapshot keeps every checkpoint from finishing, so the log cannot start over: the writer
+    /// goes on committing (it never waits for a checkpoint) and the log grows; once the reader ends, the next
+    /// checkpoint finishes and the log starts over.
+    @Test func aLongReaderMakesTheLogGrowButNeverStopsTheWriter() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("db.sqlite")
+        let database = try open(path, .background(pages: 20, limit: 80))
+        defer { database.close() }
+        try insert(database, count: 10)
+        let snapshotHeld = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let readerDone = DispatchSemaphore(value: 0)
+        let reader = Thread {
+            _ = try? database.read { db in
+                _ = try db.fetchInt64("SELECT count(*) FROM t")  // the snapshot starts here
+                snapshotHeld.signal()
+                _ = release.wait(timeout: .now() + 60)
+            }
+            readerDone.signal()
+        }
+        reader.start()
+        #expect(snapshotHeld.wait(timeout: .now() + 10) == .success)
+        let writer = Thread {
+            try? insert(database, count: 400)
+            release.signal()
+        }
+        writer.start()
+        // Bounded: the writes finish although no checkpoint can (the writer waits for none).
+        #expect(readerDone.wait(timeout: .now() + 60) == .success, "the writer stalled: \(database.checkpoints)")
+        let held = database.checkpoints
+        #expect(held.largestLog >= 400, "the log could not start over while the snapshot was held: \(held)")
+        try insert(database, count: 200)
+        let after = database.checkpoints
+        #expect(after.lastLog < 300, "the log started over once the reader ended: \(after)")
+        #expect(try database.read { db in try db.fetchInt64("SELECT count(*) FROM t") } == 610)
+    }
+
     @Test func theInlinePolicyIsSQLitesOwnAndStartsNoThread() throws {
         let dir = TemporaryDirectory()
         let path = dir.file("db.sqlite")

@@ -1,5 +1,6 @@
 internal import CSQLite
 internal import Foundation
+internal import Synchronization
 
 /// Checkpoints a WAL database on a thread of its own, so that the writer's commits do not wait for it
 /// (``CheckpointPolicy/background(pages:limit:)``).
@@ -29,7 +30,7 @@ internal import Foundation
 ///   from the log.
 ///
 /// `@unchecked Sendable`: every stored `var` is read and written only while `condition` (an `NSCondition`) is
-/// locked; `location`, `configuration`, `pages` and `limit` are immutable.
+/// locked; `lastLog` is an atomic; `location`, `configuration`, `pages` and `limit` are immutable.
 final class Checkpointer: @unchecked Sendable {
     let pages: Int
     let limit: Int
@@ -44,6 +45,8 @@ final class Checkpointer: @unchecked Sendable {
     /// The thread could not open its connection: the writer checkpoints at `pages`.
     private var failed = false
     private var counts = CheckpointStatistics()
+    /// The log's size after the writer's last commit (every commit, so not under the lock).
+    private let lastLog = Atomic<Int>(0)
     /// The log's size at the last commit seen at `pages` or more, and the size at which the thread is asked next.
     private var lastSeen = 0
     private var nextRequest: Int
@@ -63,7 +66,9 @@ final class Checkpointer: @unchecked Sendable {
     }
 
     var statistics: CheckpointStatistics {
-        condition.withLock { counts }
+        var statistics = condition.withLock { counts }
+        statistics.lastLog = lastLog.load(ordering: .relaxed)
+        return statistics
     }
 
     /// Ends the thread (after the checkpoint it may be running) and closes its connection; later commits checkpoint
@@ -93,6 +98,7 @@ final class Checkpointer: @unchecked Sendable {
     /// commit past `pages`: checkpoints run back to back would keep the thread inside one at almost every moment,
     /// and the log can start over only when a write begins while no checkpoint is running.
     private func committed(walPages: Int, writer: OpaquePointer, schema: UnsafePointer<CChar>?) {
+        lastLog.store(walPages, ordering: .relaxed)
         guard walPages >= pages else { return }
         let onWriter = condition.withLock { () -> Bool in
             // The log started over since the last commit seen here (commits below `pages` are not seen).
