@@ -14,6 +14,8 @@ import Testing
     private func open(_ path: String, _ policy: CheckpointPolicy) throws -> Database {
         var configuration = Configuration()
         configuration.checkpointPolicy = policy
+        // Two databases write to one file in a test below; a loaded CI machine must not turn their turns into BUSY.
+        configuration.busyMode = .timeout(.seconds(30))
         let database = try Database(path: path, configuration: configuration)
         _ = try database.write { db in try db.execute("CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, v TEXT)") }
         return database
