@@ -214,26 +214,25 @@ private final class Calls: Sendable {
         #expect(acknowledged >= 250)
     }
 
-    /// The same with the log past the background checkpoint's threshold (2,000 pages): the child is killed while its
-    /// checkpoint thread (or its writer, at 8,000 pages) copies the log into the database file. Every acknowledged
-    /// change is there after reopening, and the checks hold.
+    /// The same while the child checkpoints: each kill comes only after the database file grew during that child's run
+    /// (a checkpoint — its thread's, or its writer's at 8,000 pages — copied pages into it; the log of the previous
+    /// round was folded in when the test closed its service), so the child dies while it keeps checkpointing. Every
+    /// acknowledged change is there after reopening, and the checks hold.
     @Test func acknowledgedCommandsSurviveASigkillDuringCheckpoints() throws {
-        // ~4 pages a commit: 1,500 acknowledged commits put the log past 6,000 pages.
-        let acknowledged = try killChildWriter(afterAcks: [1_500, 2_000, 2_500]) { path, initialSize in
-            // Pages reached the database file before the kill: a checkpoint ran in the child.
+        let acknowledged = try killChildWriter(afterAcks: [1_500, 2_000, 2_500]) { path, sizeBefore in
             let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int ?? 0
-            #expect(size > initialSize, "no checkpoint copied pages into the file (\(size) bytes)")
+            return size > sizeBefore
         }
-        #expect(acknowledged >= 4_500)
+        #expect(acknowledged >= 6_000)
     }
 
     /// Runs the `agent-crash` child (three threads toggling through group commit) once per target, killing it with
-    /// SIGKILL once it acknowledged that many commits; after each kill, `afterKill` (given the path and the file's
-    /// size before the first run) runs, then the database is reopened and checked: every acknowledged seq logged.
+    /// SIGKILL once it acknowledged that many commits and `alsoWaitFor` (given the path and the file's size when the
+    /// round began) holds; then reopens the database and checks it: every acknowledged seq logged.
     ///
     /// - Returns: how many commits the children acknowledged in all.
     private func killChildWriter(
-        afterAcks targets: [Int], afterKill: (String, Int) -> Void = { _, _ in }
+        afterAcks targets: [Int], alsoWaitFor: @escaping (String, Int) -> Bool = { _, _ in true }
     ) throws -> Int {
         let dir = TemporaryDirectory()
         let path = dir.file("feed.sqlite")
@@ -241,19 +240,20 @@ private final class Calls: Sendable {
             let service = try makeService(in: dir)
             service.store.close()
         }
-        let initialSize = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int ?? 0
         let bench = try benchExecutable()
         var acknowledged: [Int64] = []
         for (round, target) in targets.enumerated() {
+            let sizeBefore = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int ?? 0
             let child = try Child(bench, ["agent-crash", "--db", path, "--threads", "3", "--posts", "3"])
-            #expect(child.lines.wait(seconds: 120, until: { $0.count >= target }))
+            #expect(
+                child.lines.wait(seconds: 120, until: { $0.count >= target && alsoWaitFor(path, sizeBefore) }),
+                "round \(round): \(child.lines.values.count) acknowledgements")
             child.kill()
             for line in child.lines.values {
                 let parts = line.split(separator: " ")
                 guard parts.count == 4, parts[0] == "ack", let seq = Int64(parts[1]) else { continue }
                 acknowledged.append(seq)
             }
-            afterKill(path, initialSize)
             let service = try FeedService(path: path)
             #expect(try service.check().isEmpty)
             let logged = Set(try service.events(after: 0).map(\.seq))
