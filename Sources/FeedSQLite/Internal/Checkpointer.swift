@@ -18,14 +18,10 @@ internal import Synchronization
 ///   its first frame only when a write begins with every frame copied, which a writer that never pauses may never
 ///   leave time for. So at `limit` pages the hook checkpoints on the writer itself (as SQLite would have, once every
 ///   `limit ÷ pages` times instead of every time); that finishes what the thread copied, and the next write restarts
-///   the log. If the thread is checkpointing at that moment, the writer first waits for that checkpoint to end (its
-///   own would find SQLite's checkpoint lock taken, and under a slow disk the thread could be checkpointing at
-///   every commit, so the limit would bound nothing); another process's checkpoint makes the attempt return
-///   `SQLITE_BUSY` at once, and the next commit tries again.
-/// - **Who waits for whom.** Below the limit the writer waits for nothing here but the short lock around the flags
-///   (never held across a checkpoint); at the limit it may wait for the thread's current checkpoint — the thread
-///   needs nothing the writer holds (a passive checkpoint takes no write lock, and the hook runs after the commit
-///   released it). The thread waits for its condition and for the file system. ``stop()`` — called by
+///   the log. If the thread is checkpointing at that moment, the writer's attempt returns `SQLITE_BUSY` at once and
+///   the next commit tries again.
+/// - **Who waits for whom.** The writer waits for nothing here but the short lock around the flags (never held
+///   across a checkpoint). The thread waits for its condition and for the file system. ``stop()`` — called by
 ///   ``Database/close()`` before the writer closes, so that the writer is still the last connection and removes the
 ///   `-wal` and `-shm` files — waits for the thread to end, at most one checkpoint. The thread runs no callback and
 ///   takes no lock of the library's, so nothing it does can wait for a thread that waits for it.
@@ -48,8 +44,6 @@ final class Checkpointer: @unchecked Sendable {
     private var ended = false
     /// The thread could not open its connection: the writer checkpoints at `pages`.
     private var failed = false
-    /// The thread is running a checkpoint now (the writer at the limit waits for it to end).
-    private var checkpointing = false
     private var counts = CheckpointStatistics()
     /// The log's size after the writer's last commit (every commit, so not under the lock).
     private let lastLog = Atomic<Int>(0)
@@ -111,13 +105,7 @@ final class Checkpointer: @unchecked Sendable {
             if walPages < lastSeen { nextRequest = pages }
             lastSeen = walPages
             counts.largestLog = max(counts.largestLog, walPages)
-            if walPages >= limit || failed {
-                // At the limit the writer checkpoints itself; if the thread is in a checkpoint now, the writer's
-                // would find SQLite's checkpoint lock taken and the log would go on growing: wait for the thread's
-                // to end first (at most one checkpoint; the thread waits for nothing this thread holds).
-                while checkpointing { condition.wait() }
-                return true
-            }
+            if walPages >= limit || failed { return true }
             guard walPages >= nextRequest, !stopping else { return false }
             nextRequest = walPages + pages
             requested = true
@@ -159,15 +147,12 @@ final class Checkpointer: @unchecked Sendable {
                 while !requested && !stopping { condition.wait() }
                 requested = false
                 if connection == nil { failed = true }
-                checkpointing = !stopping && connection != nil
-                return checkpointing
+                return !stopping && connection != nil
             }
             guard proceed, let connection else { return }
             let code = sqlite3_wal_checkpoint_v2(connection.handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
             condition.withLock {
                 if code == SQLITE_OK { counts.background += 1 } else { counts.busy += 1 }
-                checkpointing = false
-                condition.broadcast()
             }
         }
     }
