@@ -15,7 +15,7 @@ public enum BusyMode: Sendable {
 /// Related SQLite documentation: <https://www.sqlite.org/wal.html#checkpointing>
 public enum CheckpointPolicy: Sendable, Hashable {
     /// SQLite's automatic checkpoint: the commit that leaves the log at `pages` pages or more checkpoints before it
-    /// returns (SQLite's default is 1,000 pages).
+    /// returns (SQLite's default is 1,000 pages); 0 or less switches it off (`sqlite3_wal_autocheckpoint`).
     case inline(pages: Int)
     /// A thread of the database's own checkpoints each time a commit leaves the log `pages` pages longer (at `pages`,
     /// `2 × pages`, …) while the writer goes on; only at `limit` pages or more does the writer checkpoint itself,

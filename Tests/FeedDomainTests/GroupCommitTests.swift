@@ -29,6 +29,18 @@ private final class Calls: Sendable {
         }
     }
 
+    /// Holds the writer connection while a caller named "leader" (user1 likes post1) takes its own unit and waits for
+    /// it, runs `queueBehind` (which starts more callers; they queue behind the leader), then releases the writer.
+    func queueBehindAWaitingLeader(_ queueBehind: () -> Void) throws {
+        let taken = service.group.queue.taken
+        try service.store.database.writeWithoutTransaction { _ in
+            start("leader", [LikeCommand(.like, userID: "user1", postID: "post1")])
+            // The leader took its own unit and now waits for the writer connection held here.
+            #expect(eventually { service.group.queue.taken == taken + 1 })
+            queueBehind()
+        }
+    }
+
     /// The calls that returned so far.
     var finished: [(String, Result<[LikeResult], FeedError>)] { results.values }
 
@@ -43,30 +55,13 @@ private final class Calls: Sendable {
 /// caller returns only after the commit that holds its commands, events keep commit order, and an acknowledged
 /// command survives a SIGKILL.
 @Suite(.serialized, .ownThreads) struct GroupCommitTests {
-    /// Waits (bounded, polling a condition the test cannot observe as an event) until `predicate` holds.
-    private func eventually(seconds: Double = 10, _ predicate: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while !predicate() {
-            if Date() > deadline { return false }
-            sched_yield()
-        }
-        return true
-    }
-
-    /// Forces a group deterministically: the writer connection is held while one leader waits for it with its own
-    /// unit and four more callers queue behind; released, the four share one transaction. A unit on an unknown
-    /// post and a unit whose second command fails roll back alone and fail only their callers.
     @Test func unitsQueuedBehindTheLeaderShareOneTransactionAndFailAlone() throws {
         let dir = TemporaryDirectory()
         let service = try makeService(in: dir)
         let seen = Recorder(service.bridge.changes.map(\.seq))
         let before = service.group.statistics
         let calls = Calls(service)
-        let taken = service.group.queue.taken
-        try service.store.database.writeWithoutTransaction { _ in
-            calls.start("leader", [LikeCommand(.like, userID: "user1", postID: "post1")])
-            // The leader took its own unit and now waits for the writer connection this test holds.
-            #expect(eventually { service.group.queue.taken == taken + 1 })
+        try calls.queueBehindAWaitingLeader {
             calls.start("ok-1", [LikeCommand(.like, userID: "user2", postID: "post1")])
             calls.start("unknown-post", [LikeCommand(.like, userID: "user2", postID: "nope")])
             calls.start(
@@ -121,10 +116,7 @@ private final class Calls: Sendable {
         let seen = Recorder(service.bridge.changes.map(\.seq))
         let before = service.group.statistics
         let calls = Calls(service)
-        let taken = service.group.queue.taken
-        try service.store.database.writeWithoutTransaction { _ in
-            calls.start("leader", [LikeCommand(.like, userID: "user1", postID: "post1")])
-            #expect(eventually { service.group.queue.taken == taken + 1 })
+        try calls.queueBehindAWaitingLeader {
             calls.start("ok-1", [LikeCommand(.like, userID: "user2", postID: "post1")])
             calls.start(
                 "boom", [LikeCommand(.like, userID: "user3", postID: "post2"), LikeCommand(.like, userID: "user3", postID: "post3")])
@@ -220,8 +212,7 @@ private final class Calls: Sendable {
     /// acknowledged change is there after reopening, and the checks hold.
     @Test func acknowledgedCommandsSurviveASigkillDuringCheckpoints() throws {
         let acknowledged = try killChildWriter(afterAcks: [1_500, 2_000, 2_500]) { path, sizeBefore in
-            let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int ?? 0
-            return size > sizeBefore
+            fileSize(path) > sizeBefore
         }
         #expect(acknowledged >= 6_000)
     }
@@ -243,7 +234,7 @@ private final class Calls: Sendable {
         let bench = try benchExecutable()
         var acknowledged: [Int64] = []
         for (round, target) in targets.enumerated() {
-            let sizeBefore = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int ?? 0
+            let sizeBefore = fileSize(path)
             let child = try Child(bench, ["agent-crash", "--db", path, "--threads", "3", "--posts", "3"])
             #expect(
                 child.lines.wait(seconds: 120, until: { $0.count >= target && alsoWaitFor(path, sizeBefore) }),

@@ -27,20 +27,6 @@ import Testing
         }
     }
 
-    private func fileSize(_ path: String) -> Int {
-        ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0
-    }
-
-    /// Waits (at most 10 s) until `condition` holds, checking every millisecond.
-    private func eventually(_ condition: () -> Bool) -> Bool {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline {
-            if condition() { return true }
-            usleep(1_000)
-        }
-        return condition()
-    }
-
     @Test func belowTheLimitTheThreadCheckpointsAndTheWriterDoesNot() throws {
         let dir = TemporaryDirectory()
         let path = dir.file("db.sqlite")

@@ -37,3 +37,19 @@ public final class TemporaryDirectory: Sendable {
 public func fileBytes(_ path: String) -> Data? {
     FileManager.default.contents(atPath: path)
 }
+
+/// A file's size in bytes, or 0 when it does not exist.
+public func fileSize(_ path: String) -> Int {
+    ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0
+}
+
+/// Waits (bounded, yielding the processor between checks) until `predicate` holds, for a state the test cannot
+/// observe as an event (a queue's length, a file's size); returns whether it held.
+public func eventually(seconds: Double = 10, _ predicate: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while !predicate() {
+        if Date() > deadline { return false }
+        sched_yield()
+    }
+    return true
+}

@@ -72,9 +72,8 @@ final class Checkpointer: @unchecked Sendable {
     }
 
     /// Ends the thread (after the checkpoint it may be running) and closes its connection; later commits checkpoint
-    /// on the writer at `limit`.
-    /// Every call (``Database/close()``, then the database's `deinit`; or two threads closing) returns once the thread
-    /// has ended.
+    /// on the writer at `limit`. Every call (``Database/close()``, then the database's `deinit`; or two threads
+    /// closing) returns once the thread has ended.
     func stop() {
         condition.withLock {
             stopping = true
