@@ -1,21 +1,26 @@
-import Synchronization
+internal import Foundation
 
 /// Default values already resolved for one ``DependencyValues`` context, shared by all copies
 /// of that instance (a class box, so copies made by `withDependencies` share it).
-final class DefaultValueCache: Sendable {
+///
+/// `@unchecked Sendable`: `values` is read and written only while `lock` (an `NSLock`) is held. An `NSLock` rather
+/// than `Synchronization.Mutex`: ThreadSanitizer sees the pthread mutex inside it but not `Mutex`'s futex, and
+/// reported this cache's correctly locked accesses as a race in CI.
+final class DefaultValueCache: @unchecked Sendable {
+    private let lock = NSLock()
     /// Resolved values keyed by `ObjectIdentifier(Key.self)`.
-    private let values = Mutex<[ObjectIdentifier: any Sendable]>([:])
+    private var values: [ObjectIdentifier: any Sendable] = [:]
 
     /// Returns the cached value for `id`, computing it with `make` on first use.
     ///
     /// `make` runs outside the lock (it may resolve other dependencies); if two threads race,
     /// the first stored value wins and both return it.
     func value(for id: ObjectIdentifier, make: () -> any Sendable) -> any Sendable {
-        if let cached = values.withLock({ $0[id] }) {
+        if let cached = lock.withLock({ values[id] }) {
             return cached
         }
         let made = make()
-        return values.withLock { values in
+        return lock.withLock {
             if let cached = values[id] {
                 return cached
             }
