@@ -95,8 +95,14 @@ import Testing
         join([one, two])
 
         #expect(failures.current.isEmpty)
-        // PostgreSQL broke the deadlock by failing one of them (40P01); that body ran twice, the other once.
-        #expect(attempts.current.values.sorted() == [1, 2])
+        // PostgreSQL broke the deadlock by failing one of them (40P01), whose body then ran again. That rerun
+        // locks its first row afresh, and may win it before the survivor (just woken from its wait on that
+        // row) does: then the two deadlock once more and one body runs a third time. So: at least one rerun,
+        // within the retry limit (5 attempts each), and below, each body committed exactly once.
+        let counts = attempts.current.values.sorted()
+        #expect(counts.count == 2)
+        #expect((counts.last ?? 0) >= 2)
+        #expect(counts.allSatisfy { (1...5).contains($0) })
         try backend.read { tx throws in
             #expect(try tx.events(after: 0, limit: nil).map(\.seq) == [1, 2])
             #expect(Set(try tx.events(after: 0, limit: nil).map(\.userID)) == ["x", "y"])
