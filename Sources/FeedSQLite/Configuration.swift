@@ -4,7 +4,9 @@
 public enum BusyMode: Sendable {
     /// Fail at once with `SQLITE_BUSY`.
     case immediateError
-    /// Retry for up to this long, then fail with `SQLITE_BUSY` (SQLite's `sqlite3_busy_timeout`).
+    /// Retry for up to this long, then fail with `SQLITE_BUSY`. Like `sqlite3_busy_timeout`, but the lock is tried
+    /// about every millisecond rather than backing off to every 100 ms, so that a writer in another process that
+    /// commits back to back cannot keep a waiting writer out for the whole timeout.
     case timeout(Duration)
     /// Ask the closure, which receives the number of earlier retries for this lock; `true` retries, `false` fails.
     case callback(@Sendable (Int) -> Bool)

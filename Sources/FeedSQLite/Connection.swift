@@ -30,6 +30,7 @@ public final class Connection {
     public let isReadOnly: Bool
     private var statementCache: [StatementKey: Statement] = [:]
     private var busyCallbackBox: BusyCallbackBox?
+    private var busyWaiter: BusyWaiter?
     /// The object behind the WAL hook (a `Checkpointer`), kept alive as long as the connection.
     var walHookOwner: AnyObject?
     private var isClosed = false
@@ -139,8 +140,16 @@ public final class Connection {
         case .immediateError:
             sqlite3_busy_timeout(handle, 0)
         case .timeout(let duration):
-            let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
-            sqlite3_busy_timeout(handle, Int32(clamping: milliseconds))
+            let waiter = BusyWaiter(timeout: duration)
+            busyWaiter = waiter
+            sqlite3_busy_handler(
+                handle,
+                { context, retries in
+                    guard let context else { return 0 }
+                    return Unmanaged<BusyWaiter>.fromOpaque(context).takeUnretainedValue().retry(after: Int(retries)) ? 1 : 0
+                },
+                Unmanaged.passUnretained(waiter).toOpaque()
+            )
         case .callback(let callback):
             let box = BusyCallbackBox(callback)
             busyCallbackBox = box
@@ -418,4 +427,33 @@ struct StatementKey: Hashable {
 private final class BusyCallbackBox {
     let callback: @Sendable (Int) -> Bool
     init(_ callback: @escaping @Sendable (Int) -> Bool) { self.callback = callback }
+}
+
+/// ``BusyMode/timeout(_:)``'s busy handler: polls the lock about every millisecond until the timeout has passed.
+///
+/// SQLite's own (`sqlite3_busy_timeout`) sleeps 1, 2, 5, … ms and then 100 ms between attempts, about 50 attempts in
+/// 5 s. A writer in another process that commits back to back holds the write lock almost all the time and frees
+/// it only for the moment between two of its transactions; an attempt every 100 ms rarely lands in that moment, and
+/// a waiting writer could be refused for the whole timeout while the other went on (seen in the multi-process tests
+/// once checkpoints left the commit path and writers got faster). Polling every ~1 ms, with jitter so that waiting
+/// processes do not poll in step, gives ~5,000 attempts in 5 s for a cost of one `fcntl` each.
+///
+/// One connection is used by one thread at a time, so `deadline` needs no lock.
+private final class BusyWaiter {
+    let timeout: Duration
+    private var deadline = ContinuousClock.now
+    private var random = SystemRandomNumberGenerator()
+
+    init(timeout: Duration) { self.timeout = timeout }
+
+    /// Whether SQLite should try the lock again; sleeps before saying so. `retries` is 0 at a lock's first refusal.
+    func retry(after retries: Int) -> Bool {
+        let now = ContinuousClock.now
+        if retries == 0 { deadline = now + timeout }
+        guard now < deadline else { return false }
+        // 50, 100, 200, 400 µs first (a transaction is often that short), then 0.5–1.5 ms.
+        let micros = retries < 4 ? 50 << retries : Int.random(in: 500...1_500, using: &random)
+        usleep(UInt32(min(micros, Int((deadline - now) / .microseconds(1)) + 1)))
+        return true
+    }
 }

@@ -3,8 +3,8 @@ import Foundation
 
 /// Helper processes for W5 and the cross-process tests; not workloads themselves.
 ///
-/// - `agent-writer --db PATH [--rate 200] [--count 1000] [--users 1000] [--posts 10000]`: toggles likes from the
-///   toggle stream at a fixed rate; after each commit prints `seq wallNanos` (CLOCK_REALTIME) and flushes.
+/// - `agent-writer --db PATH [--rate 200] [--count 1000] [--users 1000] [--posts 10000] [--checkpoint inline|background]`:
+///   toggles likes from the toggle stream at a fixed rate (0: back to back); after each commit prints `seq wallNanos` (CLOCK_REALTIME) and flushes.
 /// - `agent-load --db PATH --ops N --seed S [--users 20] [--posts 50]`: N random like / unlike / toggle commands,
 ///   each its own transaction; prints `done N failures F`; exit status 1 if any command failed.
 /// - `agent-crash --db PATH --user ID [--threads T]`: likes/unlikes in a loop forever, printing
@@ -19,9 +19,15 @@ enum Agents {
         let count = try args.int("count", 1000)
         let users = try args.int("users", 1000)
         let posts = try args.int("posts", 10_000)
+        let checkpoint = args.string("checkpoint", "inline")
         try args.finish()
         guard !path.isEmpty else { throw BenchError("agent-writer needs --db PATH") }
-        let service = try FeedService(location: path)
+        guard checkpoint == "inline" || checkpoint == "background" else {
+            throw BenchError("agent-writer --checkpoint takes inline or background, not \(checkpoint)")
+        }
+        var options = FeedOpenOptions()
+        options.backgroundCheckpoints = checkpoint == "background"
+        let service = try FeedService(location: path, options: options)
         var random = BenchRandom(seed: 3)
         let interval = rate > 0 ? 1_000_000_000 / UInt64(rate) : 0
         let start = monotonicNanos()

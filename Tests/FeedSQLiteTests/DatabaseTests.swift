@@ -73,6 +73,44 @@ import Testing
         #expect(try database.read { db in try db.fetchInt64("SELECT count(*) FROM t") } == 2)
     }
 
+    /// Four writers on four connections (as four processes would be) commit back to back: each waits for the lock
+    /// between the others' transactions, and none is kept out for its whole busy timeout. SQLite's own busy handler,
+    /// which backs off to one attempt every 100 ms, failed this with `SQLITE_BUSY` (a writer that frees the lock
+    /// only between two of its transactions is rarely caught free by an attempt that seldom).
+    @Test func writersOnSeveralConnectionsCommittingBackToBackEachGetTheLock() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("db.sqlite")
+        try Database(path: path).write { db in try db.execute("CREATE TABLE t (writer INTEGER, n INTEGER)") }
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(.seconds(2))
+        let writers = 4
+        let commits = 1_500
+        let databases = try (0..<writers).map { _ in try Database(path: path, configuration: configuration) }
+        let failures = Messages()
+        let group = DispatchGroup()
+        for (writer, database) in databases.enumerated() {
+            group.enter()
+            let thread = Thread {
+                defer { group.leave() }
+                for n in 0..<commits {
+                    do {
+                        try database.write { db in _ = try db.run("INSERT INTO t VALUES (?, ?)", writer, n) }
+                    } catch {
+                        failures.append("writer \(writer), commit \(n): \(error)")
+                        return
+                    }
+                }
+            }
+            thread.name = "writer-\(writer)"
+            thread.start()
+        }
+        // Each attempt is bounded by the busy timeout, so the whole run is too; a hang fails here.
+        #expect(group.wait(timeout: .now() + 300) == .success, "the writers did not finish within 300 s")
+        #expect(failures.values.isEmpty, "\(failures.values.prefix(4))")
+        let total = try databases[0].read { db in try db.fetchInt64("SELECT count(*) FROM t") }
+        #expect(total == Int64(writers * commits))
+    }
+
     @Test func connectionsGetTheConfiguredPageCache() throws {
         let dir = TemporaryDirectory()
         let database = try Database(path: dir.file("db.sqlite"))
@@ -255,6 +293,15 @@ import Testing
         let empty = try #require(throws: SQLiteError.self) { try Connection(location: .file("")) }
         #expect(empty.code.primary == .cannotOpen)
     }
+}
+
+/// Messages appended from several threads (an `NSLock`, which ThreadSanitizer sees).
+final class Messages: @unchecked Sendable {
+    // `@unchecked Sendable`: `storage` is only touched while `lock` is held.
+    private let lock = NSLock()
+    private var storage: [String] = []
+    func append(_ message: String) { lock.withLock { storage.append(message) } }
+    var values: [String] { lock.withLock { storage } }
 }
 
 /// A counter safe to bump from several threads.
