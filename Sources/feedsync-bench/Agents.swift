@@ -19,7 +19,7 @@ enum Agents {
         let count = try args.int("count", 1000)
         let users = try args.int("users", 1000)
         let posts = try args.int("posts", 10_000)
-        let checkpoint = args.string("checkpoint", "inline")
+        let checkpoint = args.string("checkpoint", FeedOpenOptions().backgroundCheckpoints ? "background" : "inline")
         try args.finish()
         guard !path.isEmpty else { throw BenchError("agent-writer needs --db PATH") }
         guard checkpoint == "inline" || checkpoint == "background" else {

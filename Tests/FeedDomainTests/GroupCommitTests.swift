@@ -185,7 +185,10 @@ private final class Calls: Sendable {
                 done.leave()
             }
         }
-        #expect(done.wait(timeout: .now() + 60) == .success)
+        let finished = waitWhileProgressing("concurrent toggles", progress: { changes.values.count + failures.values.count }) {
+            done.wait(timeout: $0)
+        }
+        #expect(finished)
         #expect(failures.values.count == threads * perThread / 10)
         #expect(failures.values.allSatisfy { if case .postNotFound = $0 { true } else { false } })
         #expect(changes.values.count == threads * perThread * 9 / 10)

@@ -47,8 +47,10 @@ import Testing
         let halfway = DispatchSemaphore(value: 0)
         let done = DispatchSemaphore(value: 0)
         let failures = Box<[String]>([])
+        let written = Box<Int>(0)
         let writing = Thread {
             for index in 0..<total {
+                defer { written.withLock { $0 += 1 } }
                 do {
                     if index % 2 == 0 {
                         _ = try writer.like(userID: "user2", postID: "post1")
@@ -63,10 +65,10 @@ import Testing
             done.signal()
         }
         writing.start()
-        #expect(halfway.wait(timeout: .now() + 30) == .success)
+        #expect(waitWhileProgressing("writes before the termination", progress: { written.withLock { $0 } }) { halfway.wait(timeout: $0) })
         let pid = try listenerSession(writer.backend)
         _ = try writer.backend.readOnce { tx in try tx.fetch("SELECT pg_terminate_backend($1::int)", [.integer(pid)]) }
-        #expect(done.wait(timeout: .now() + 60) == .success)
+        #expect(waitWhileProgressing("writes after the termination", progress: { written.withLock { $0 } }) { done.wait(timeout: $0) })
         #expect(failures.withLock { $0 }.isEmpty)
         let last = Int64(6 + total)
         #expect(received.wait(seconds: 30) { $0.last?.seq == last })

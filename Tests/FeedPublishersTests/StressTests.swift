@@ -134,7 +134,7 @@ import Testing
             let sut = CurrentValuePublisher<Int, Never>(-1)
             let trackers = Locked<[Tracker]>([])
             let subscribed = Atomic<Bool>(false)
-            let finished = runOnThreads(2) { index in
+            let finished = runOnThreads(2, progress: { trackers.withLock { $0.count } }) { index in
                 if index == 0 {
                     var value = 0
                     while !subscribed.load(ordering: .relaxed) {
