@@ -69,13 +69,11 @@ public struct Configuration: Sendable {
     public var cacheSizeKiB: Int? = 16_384
     /// When the writer's write-ahead log is checkpointed. Ignored for in-memory and read-only databases.
     ///
-    /// SQLite's own policy by default (`.inline(pages: 1000)`): background checkpoints are opt-in until a multi-process
-    /// busy-timeout failure seen with them under heavy load is understood (`Docs/Storage.md`). With
-    /// `.background(pages: 2_000, limit: 8_000)` a thread checkpoints each time the log grew by 2,000 pages, and the writer only at 8,000
+    /// By default a background thread checkpoints each time the log grew by 2,000 pages, and the writer only at 8,000
     /// (a log of ~32 MiB at most with 4 KiB pages, plus a transaction or two): SQLite's automatic checkpoint made
     /// the commit that crossed 1,000 pages copy the log and wait for two `fdatasync`s; W1 ran ~27 % faster this way
     /// (see `Docs/Benchmarks.md`). `.inline(pages: 1000)` is SQLite's behaviour.
-    public var checkpointPolicy: CheckpointPolicy = .inline(pages: 1_000)
+    public var checkpointPolicy: CheckpointPolicy = .background(pages: 2_000, limit: 8_000)
 
     /// The default configuration: 5 s busy timeout, read-write, up to 4 readers.
     public init() {}

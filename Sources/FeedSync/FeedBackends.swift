@@ -37,8 +37,7 @@ public enum FeedBackends {
                 var configuration = Configuration()
                 configuration.busyMode = .timeout(options.busyTimeout)
                 configuration.removesWALFilesOnClose = options.removesWALFilesOnClose
-                configuration.checkpointPolicy =
-                    options.backgroundCheckpoints ? .background(pages: 2_000, limit: 8_000) : .inline(pages: 1_000)
+                if !options.backgroundCheckpoints { configuration.checkpointPolicy = .inline(pages: 1_000) }
                 let mode: FeedStore.OpenMode =
                     switch options.mode {
                     case .migrate: .migrate

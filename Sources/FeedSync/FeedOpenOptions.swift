@@ -21,10 +21,10 @@ public struct FeedOpenOptions: Sendable, Hashable {
     public var maximumConnections = 10
     /// SQLite: remove the `-wal` and `-shm` files a read-only open created when the last connection closes.
     public var removesWALFilesOnClose = false
-    /// SQLite: checkpoint the write-ahead log on a background thread, so that no commit waits for a checkpoint, or,
-    /// when `false` (the default, for now), inside the commit that fills it past 1,000 pages as SQLite does by itself. See
+    /// SQLite: checkpoint the write-ahead log on a background thread, so that no commit waits for a checkpoint (the
+    /// default), or, when `false`, inside the commit that fills it past 1,000 pages as SQLite does by itself. See
     /// `Configuration.checkpointPolicy` and `Docs/Storage.md` ("Checkpoints").
-    public var backgroundCheckpoints = false
+    public var backgroundCheckpoints = true
 
     /// The defaults.
     public init() {}
