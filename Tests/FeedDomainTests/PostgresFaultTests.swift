@@ -397,7 +397,14 @@ import Testing
         _ executable: String, _ arguments: [String], mergeStandardError: Bool, timeout: Double
     ) throws -> (status: Int32, output: String) {
         var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { throw SpawnError("pipe failed: errno \(errno)") }
+        // Close-on-exec from the start (a socket pair, since Swift's Glibc has no `pipe2`): other threads of this test
+        // spawn processes at the same time (the server's restart starts a postmaster that lives on); one that
+        // inherited the write end would keep it open, and the read below would wait for an end of output that never
+        // comes (a CLI run "did not finish in 30 s" in CI that way). The child gets the write end through `adddup2`,
+        // which clears the flag on its copy.
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else {
+            throw SpawnError("socketpair failed: errno \(errno)")
+        }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
