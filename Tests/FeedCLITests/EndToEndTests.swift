@@ -578,7 +578,7 @@ import Testing
         let follower = try RunningCLI(["events", "--follow", "--json", "--since", "8"], environment: environment())
         #expect(follower.waitFor(#"{"seq":9,"#))
         let like = try feedsync("like", "post4", "--user", "carol")
-        #expect(like.status == 0)
+        #expect(like.status == 0, "status \(like.status) (a signal's number if it was killed by one), stderr: \(like.stderr)")
         #expect(follower.waitFor(#"{"seq":10,"kind":"liked","postID":"post4","userID":"carol","likeCount":1,"#))
         #expect(follower.interrupt() == 0)
         let lines = follower.stdout.split(separator: "\n")

@@ -52,6 +52,53 @@ import Testing
         #expect(byID == byKey)
     }
 
+    /// Viewers with no likes, a few, and over a thousand spread over the feed: every page, by key and by id, flags
+    /// exactly the posts the viewer likes. (Written for a form of the page statement that hashed the viewer's first
+    /// 1,000 likes and probed beyond, which was not kept: `Docs/Benchmarks.md`.)
+    @Test func theLikeFlagIsRightForViewersWithFewAndWithManyLikes() throws {
+        guard let db = try TestDatabase.make("page_like_sets", options: PostgresOptions(maximumConnections: 1)) else { return }
+        let likeCounts = [0, 1, 999, 1000, 1001, 1100]
+        // Viewer n likes the first n posts of a scrambled order, so its likes are spread over the whole feed.
+        let scrambled = (0..<1205).sorted { ($0 * 37) % 1205 < ($1 * 37) % 1205 }
+        let viewers = try db.backend.bulkLoad { loader -> [Int: Int64] in
+            _ = try loader.addUser(id: "author", name: "", createdAt: testTime)
+            var viewers: [Int: Int64] = [:]
+            for count in likeCounts { viewers[count] = try loader.addUser(id: "viewer\(count)", name: "", createdAt: testTime) }
+            var posts: [Int64] = []
+            for index in 0..<1205 {
+                posts.append(
+                    try loader.addPost(
+                        id: "p\(index)", authorID: "author", body: "post \(index)", createdAt: Date(timeIntervalSince1970: Double(index % 400))))
+            }
+            for count in likeCounts {
+                for index in scrambled.prefix(count) {
+                    _ = try loader.addLikeIfAbsent(userKey: viewers[count]!, postKey: posts[index], createdAtMillis: 0)
+                }
+            }
+            return viewers
+        }
+        for count in likeCounts {
+            let expected = Set(scrambled.prefix(count).map { "p\($0)" })
+            var byKey: [FeedRow] = []
+            var byID: [FeedRow] = []
+            var cursor: FeedCursor?
+            repeat {
+                let page = try db.backend.readOnce { tx in try tx.feedPage(viewerKey: viewers[count]!, before: cursor, limit: 50) }
+                byKey += page
+                cursor = page.count == 50 ? page.last.map { FeedCursor(after: $0.post) } : nil
+            } while cursor != nil
+            repeat {
+                let page = try db.backend.readOnce { tx in try tx.feedPage(viewerID: "viewer\(count)", before: cursor, limit: 50) }
+                byID += page.rows
+                cursor = page.rows.count == 50 ? page.rows.last.map { FeedCursor(after: $0.post) } : nil
+            } while cursor != nil
+            #expect(byKey.count == 1205, "viewer with \(count) likes")
+            #expect(Set(byKey.filter(\.liked).map(\.post.id)) == expected, "viewer with \(count) likes")
+            #expect(byKey.filter(\.liked).count == count, "viewer with \(count) likes")
+            #expect(byID == byKey, "viewer with \(count) likes")
+        }
+    }
+
     @Test func anUnboundedPageReturnsEveryPost() throws {
         guard let (db, viewer) = try Self.seeded("page_unbounded") else { return }
         let rows = try db.backend.readOnce { tx in try tx.feedPage(viewerKey: viewer, before: nil, limit: -1) }
