@@ -66,9 +66,8 @@ import Testing
             for count in likeCounts { viewers[count] = try loader.addUser(id: "viewer\(count)", name: "", createdAt: testTime) }
             var posts: [Int64] = []
             for index in 0..<1205 {
-                posts.append(
-                    try loader.addPost(
-                        id: "p\(index)", authorID: "author", body: "post \(index)", createdAt: Date(timeIntervalSince1970: Double(index % 400))))
+                let createdAt = Date(timeIntervalSince1970: Double(index % 400))
+                posts.append(try loader.addPost(id: "p\(index)", authorID: "author", body: "post \(index)", createdAt: createdAt))
             }
             for count in likeCounts {
                 for index in scrambled.prefix(count) {
