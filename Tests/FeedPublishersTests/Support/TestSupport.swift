@@ -1,4 +1,5 @@
 import Dispatch
+import FeedTestThreads
 import Foundation
 import Synchronization
 
@@ -53,33 +54,17 @@ func runOnThreads(
     _ count: Int, stallAfter seconds: Double = 30, limit: Double = 600, progress: @escaping @Sendable () -> Int,
     _ body: @escaping @Sendable (Int) -> Void
 ) -> Bool {
-    let done = DispatchSemaphore(value: 0)
-    startThreads(count, signalling: done, body)
-    let start = DispatchTime.now()
-    var lastProgress = progress()
-    var lastChange = start
-    var finished = 0
-    while finished < count {
-        if done.wait(timeout: .now() + 0.5) == .success {
-            finished += 1
-            continue
-        }
-        let now = DispatchTime.now()
-        let current = progress()
-        if current != lastProgress {
-            lastProgress = current
-            lastChange = now
-        }
-        let stalled = Double(now.uptimeNanoseconds - lastChange.uptimeNanoseconds) / 1e9 >= seconds
-        let overLimit = Double(now.uptimeNanoseconds - start.uptimeNanoseconds) / 1e9 >= limit
-        if stalled || overLimit {
-            print(
-                "runOnThreads: \(stalled ? "no progress for \(seconds) s" : "over the \(limit) s limit") at "
-                    + "progress \(current), \(finished) of \(count) threads finished")
-            return false
-        }
+    let done = DispatchGroup()
+    for index in 0..<count {
+        done.enter()
+        Thread {
+            body(index)
+            done.leave()
+        }.start()
     }
-    return true
+    return waitWhileProgressing("runOnThreads (\(count) threads)", stallAfter: seconds, limit: limit, progress: progress) {
+        done.wait(timeout: $0)
+    }
 }
 
 private func startThreads(_ count: Int, signalling done: DispatchSemaphore, _ body: @escaping @Sendable (Int) -> Void) {
