@@ -21,10 +21,15 @@ public enum FeedSyncCLI {
     ///   - environment: the variables to read (`FEEDSYNC_DB`, `FEEDSYNC_USER`, `NO_COLOR`, `XDG_DATA_HOME`, `HOME`);
     ///     `nil` for this process's.
     public static func run(arguments: [String], environment: [String: String]? = nil) async -> Int32 {
+        await run(arguments: arguments, environment: environment, handsOffPostgreSQL: false)
+    }
+
+    private static func run(arguments: [String], environment: [String: String]?, handsOffPostgreSQL: Bool) async -> Int32 {
         let console = Console()
         let environment = environment ?? ProcessEnvironment.current()
         do throws(CLIError) {
-            let code = try await execute(arguments: arguments, environment: environment, console: console)
+            let code = try await execute(
+                arguments: arguments, environment: environment, console: console, handsOffPostgreSQL: handsOffPostgreSQL)
             return code.rawValue
         } catch {
             console.error(error.message)
@@ -34,15 +39,21 @@ public enum FeedSyncCLI {
 
     /// Runs `feedsync` with the raw command line: each argument is `nil` when its bytes are not valid UTF-8, which
     /// is refused (exit 65) before anything is parsed or opened, instead of silently storing replacement characters.
+    ///
+    /// This is the `feedsync` executable's entry point: a build that cannot open PostgreSQL itself (the fully static
+    /// install build) hands a command on a `postgresql://` location to `feedsync-postgres` (see `PostgresHandOff`),
+    /// replacing this process.
     public static func run(rawArguments: [String?], environment: [String: String]? = nil) async -> Int32 {
         if let index = rawArguments.firstIndex(where: { $0 == nil }) {
             Console().error("Error: argument \(index + 1) is not valid UTF-8 text. Pass ids and text as UTF-8.")
             return ExitCode.data.rawValue
         }
-        return await run(arguments: rawArguments.compactMap { $0 }, environment: environment)
+        return await run(arguments: rawArguments.compactMap { $0 }, environment: environment, handsOffPostgreSQL: true)
     }
 
-    private static func execute(arguments: [String], environment: [String: String], console: Console) async throws(CLIError) -> ExitCode {
+    private static func execute(
+        arguments: [String], environment: [String: String], console: Console, handsOffPostgreSQL: Bool
+    ) async throws(CLIError) -> ExitCode {
         let invocation: Invocation
         do {
             invocation = try CommandParser.parse(arguments)
@@ -67,6 +78,9 @@ public enum FeedSyncCLI {
                 settings = try Settings(global: invocation.global, spec: spec, environment: environment, terminal: terminal)
             } catch {
                 throw CLIError(error)
+            }
+            if handsOffPostgreSQL, case .postgreSQL = settings.location, !PostgresHandOff.opensPostgreSQLInProcess {
+                try PostgresHandOff.handOff(arguments: arguments, environment: environment)
             }
             let context = CommandContext(
                 settings: settings, console: console, environment: environment, terminal: terminal, databaseUse: spec.database)
