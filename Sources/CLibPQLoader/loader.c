@@ -62,7 +62,7 @@ static void feedsync_libpq_not_loaded(const char *detail) {
 }
 
 static void feedsync_libpq_open(void) {
-    if (_DYNAMIC == NULL) {
+    if (!feedsync_libpq_loadable()) {
         snprintf(
             feedsync_libpq_failure, sizeof feedsync_libpq_failure,
             "this program is a fully static executable, which cannot load shared libraries such as libpq; build it "
@@ -90,6 +90,8 @@ static void feedsync_libpq_open(void) {
 #undef FEEDSYNC_RESOLVE
     __atomic_store_n(&feedsync_libpq_ready, 1, __ATOMIC_RELEASE);
 }
+
+int feedsync_libpq_loadable(void) { return _DYNAMIC != NULL; }
 
 int feedsync_libpq_load(char *reason, size_t capacity) {
     pthread_once(&feedsync_libpq_once, feedsync_libpq_open);

@@ -30,6 +30,10 @@ public final class PostgresBackend: FeedBackend {
     /// `PostgreSQL`, the ``backendName`` and the backend of every ``DatabaseFailure`` this backend reports.
     public static let name = "PostgreSQL"
 
+    /// Whether this program can load libpq at all: `false` in a fully static executable (no dynamic loader), where
+    /// opening a PostgreSQL location fails with `unsupportedLocation`. Loads nothing.
+    public static var canLoadLibPQ: Bool { LibPQ.isLoadable }
+
     /// The URL without its password.
     public let location: String
     /// How the backend was opened.

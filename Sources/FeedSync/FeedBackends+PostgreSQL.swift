@@ -2,6 +2,9 @@
     internal import FeedPostgres
 
     extension FeedBackends {
+        /// Whether this program can load libpq (see ``FeedBackends/opensPostgreSQL``).
+        static var canLoadLibPQ: Bool { PostgresBackend.canLoadLibPQ }
+
         /// Opens a PostgreSQL database with the options that apply to it.
         static func openPostgreSQL(_ url: String, options: FeedOpenOptions) throws -> any FeedBackend {
             var postgres = PostgresOptions()

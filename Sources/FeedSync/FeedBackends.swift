@@ -13,6 +13,16 @@ public enum FeedBackends {
         #endif
     }
 
+    /// Whether this process can open a PostgreSQL location: the build has the backend, and the program can load libpq
+    /// (a fully static executable cannot). Loads nothing.
+    public static var opensPostgreSQL: Bool {
+        #if PostgreSQL
+            canLoadLibPQ
+        #else
+            false
+        #endif
+    }
+
     /// Opens the database at `location` — a SQLite file path, `:memory:`, or a `postgresql://` URL.
     ///
     /// - Throws: ``FeedError`` — `storage(.unsupportedLocation)` for another scheme (or PostgreSQL in a build

@@ -1,3 +1,4 @@
+import FeedSync
 import FeedTestSupport
 import FeedTestThreads
 import Foundation
@@ -12,8 +13,7 @@ import Testing
     let home = TemporaryDirectory("feedsync-handoff")
 
     @Test func aDynamicBuildWithPostgreSQLOpensItInProcess() {
-        #expect(!PostgresHandOff.isFullyStatic, "the test runner has a dynamic loader")
-        #expect(PostgresHandOff.opensPostgreSQLInProcess)
+        #expect(FeedBackends.opensPostgreSQL, "the test runner has the PostgreSQL trait and a dynamic loader")
     }
 
     @Test func aHelperThatCannotOpenPostgreSQLEitherIsRefusedInsteadOfHandingOffAgain() {

@@ -12,4 +12,8 @@
 /// program cannot load it) into `reason` (NUL-terminated, cut to `capacity` bytes); `reason` may be NULL.
 int feedsync_libpq_load(char *reason, size_t capacity);
 
+/// Returns 1 when this program can load shared libraries such as libpq at all (it has a dynamic loader), 0 when it is
+/// a fully static executable, which `feedsync_libpq_load` refuses. Loads nothing.
+int feedsync_libpq_loadable(void);
+
 #endif

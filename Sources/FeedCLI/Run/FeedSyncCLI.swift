@@ -79,7 +79,7 @@ public enum FeedSyncCLI {
             } catch {
                 throw CLIError(error)
             }
-            if handsOffPostgreSQL, case .postgreSQL = settings.location, !PostgresHandOff.opensPostgreSQLInProcess {
+            if handsOffPostgreSQL, case .postgreSQL = settings.location, !FeedBackends.opensPostgreSQL {
                 try PostgresHandOff.handOff(arguments: arguments, environment: environment)
             }
             let context = CommandContext(

@@ -26,27 +26,6 @@ enum PostgresHandOff {
     /// Set in the helper's environment: it must not hand off again.
     static let markerVariable = "FEEDSYNC_HANDED_OFF"
 
-    /// Whether this process can open a PostgreSQL location itself: the build has the backend and a dynamic loader.
-    static var opensPostgreSQLInProcess: Bool { FeedBackends.hasPostgreSQL && !isFullyStatic }
-
-    /// Whether this program runs without a dynamic loader (a fully static executable): the auxiliary vector's
-    /// `AT_BASE` entry, the loader's address, is 0 (read from `/proc/self/auxv`: Swift's Glibc module lacks
-    /// `getauxval`). When the vector cannot be read, the program counts as dynamic and opens PostgreSQL itself.
-    static var isFullyStatic: Bool {
-        let atBase: UInt = 7
-        let file = open("/proc/self/auxv", O_RDONLY)
-        guard file >= 0 else { return false }
-        defer { close(file) }
-        var entries = [UInt](repeating: 0, count: 128)
-        let bytes = entries.withUnsafeMutableBytes { read(file, $0.baseAddress, $0.count) }
-        guard bytes > 0 else { return false }
-        let count = bytes / MemoryLayout<UInt>.stride / 2
-        for index in 0..<count where entries[2 * index] == atBase {
-            return entries[2 * index + 1] == 0
-        }
-        return false
-    }
-
     /// What this build lacks, for messages.
     private static var limitation: String {
         FeedBackends.hasPostgreSQL

@@ -57,7 +57,6 @@ final class GroupCommit: Sendable {
     /// `@unchecked Sendable`: `outcome` and `lastSeq` are written only by the leader that processes the unit, before
     /// it sets `ready` (releasing) and signals `wake`; the caller reads them only after `wake.wait()` returned or it
     /// saw `ready` set (acquiring) — either orders the two —, or on its own thread when it led the batch itself.
-    /// `spins` is written under the queue's lock before the unit is queued and read only by its caller.
     final class Unit: @unchecked Sendable {
         let commands: [LikeCommand]
         let now: Date
@@ -69,8 +68,6 @@ final class GroupCommit: Sendable {
         /// Set (releasing) once `outcome` is set or leadership is handed to this unit's caller, just before `wake` is
         /// signalled: a spinning caller reads it (acquiring) instead of sleeping on `wake`.
         let ready = Atomic<Bool>(false)
-        /// Whether the caller polls `ready` for up to ``GroupCommit/spinWindow`` before it sleeps on `wake`.
-        var spins = false
 
         init(commands: [LikeCommand], now: Date) {
             self.commands = commands
@@ -163,19 +160,20 @@ final class GroupCommit: Sendable {
             unit.outcome = .failure(Self.nestedWriteError(backend))
             return unit
         }
-        let leads = queueState.withLock { queue -> Bool in
+        let (leads, spins) = queueState.withLock { queue -> (Bool, Bool) in
             if queue.leaders < slots {
                 // A free slot: nobody queues (units queue only while every slot is taken), so this caller leads.
                 queue.leaders += 1
-                return true
+                return (true, false)
             }
             unit.wake = DispatchSemaphore(value: 0)
-            unit.spins = queue.lastBatchDuration <= Self.spinWorthwhile
             queue.pending.append(unit)
-            return false
+            return (false, queue.lastBatchDuration <= Self.spinWorthwhile)
         }
         if !leads, let wake = unit.wake {
-            if !(unit.spins && Self.spin(until: unit)) { wake.wait() }
+            // Spin first when batches are short (see the type's notes); the semaphore is signalled either way.
+            let spun = spins && Self.poll(until: .now + Self.spinWindow) { unit.ready.load(ordering: .acquiring) }
+            if !spun { wake.wait() }
             // Woken with an outcome: a leader ran the unit. Without one: a leader handed this caller its slot.
             if unit.outcome != nil { return unit }
         }
@@ -189,25 +187,26 @@ final class GroupCommit: Sendable {
         let previous = DrainContext.enter(.writer)
         defer { DrainContext.restore(previous) }
         gather()
-        var batch = queueState.withLock { queue -> [Unit] in
+        var (batch, expected) = queueState.withLock { queue -> ([Unit], Int) in
             queue.taken += 1
-            return [own] + Self.take(from: &queue, upTo: GroupCommit.maximumBatch - 1)
+            return ([own] + Self.take(from: &queue, upTo: GroupCommit.maximumBatch - 1), queue.lastBatch)
         }
         let clock = ContinuousClock()
         let started = clock.now
         // Topping up (see the type's notes): the units queued meanwhile; when none is and the batch holds fewer
         // units than the last one, waiting for more — at most one gathering window per batch.
-        let expected = queueState.withLock { $0.lastBatch }
         var gatherUntil: ContinuousClock.Instant?
-        let topUp: (Int) -> [Unit] = { [self] count in
-            while true {
-                let units = queueState.withLock { Self.take(from: &$0, upTo: GroupCommit.maximumBatch - count) }
-                if !units.isEmpty || count >= expected { return units }
-                let deadline = gatherUntil ?? clock.now + Self.gatheringWindow
-                gatherUntil = deadline
-                guard clock.now < deadline else { return [] }
-                sched_yield()
+        let topUp: (Int) -> [Unit] = { [queueState] count in
+            let take = { queueState.withLock { Self.take(from: &$0, upTo: GroupCommit.maximumBatch - count) } }
+            var units = take()
+            guard units.isEmpty, count < expected else { return units }
+            let deadline = gatherUntil ?? clock.now + Self.gatheringWindow
+            gatherUntil = deadline
+            _ = Self.poll(until: deadline) {
+                units = take()
+                return !units.isEmpty
             }
+            return units
         }
         if !Self.process(&batch, backend: backend, sequencer: sequencer, apply: apply, isolated: false, topUp: topUp) {
             // A unit failed after writing: rolled back; again, each unit in its own savepoint.
@@ -248,18 +247,17 @@ final class GroupCommit: Sendable {
         unit.wake?.signal()
     }
 
-    /// Polls `unit.ready` for up to ``spinWindow``, yielding the processor between polls.
+    /// Checks `condition` until it holds or `deadline` passes, yielding the processor between checks: the one
+    /// polling loop of spinning callers, topping up and gathering.
     ///
-    /// - Returns: `true` when the unit became ready (its semaphore is then signalled or about to be, and is not
-    ///   waited on: it is released with the unit, its count above zero).
-    private static func spin(until unit: Unit) -> Bool {
-        let clock = ContinuousClock()
-        let deadline = clock.now + spinWindow
-        repeat {
-            if unit.ready.load(ordering: .acquiring) { return true }
+    /// - Returns: whether `condition` held. (A spinning caller whose unit became ready does not wait on its
+    ///   semaphore: the semaphore is released with the unit, its count above zero.)
+    private static func poll(until deadline: ContinuousClock.Instant, _ condition: () -> Bool) -> Bool {
+        while true {
+            if condition() { return true }
+            guard ContinuousClock.now < deadline else { return false }
             sched_yield()
-        } while clock.now < deadline
-        return unit.ready.load(ordering: .acquiring)
+        }
     }
 
     /// Waits, at most ``gatheringWindow``, for as many units as the last batch held, when that was more than one.
@@ -273,12 +271,7 @@ final class GroupCommit: Sendable {
                 ? queue.lastBatch - 1 : 0
         }
         guard wanted > 0 else { return }
-        let clock = ContinuousClock()
-        let deadline = clock.now + Self.gatheringWindow
-        while clock.now < deadline {
-            sched_yield()
-            if queueState.withLock({ $0.pending.count >= wanted }) { return }
-        }
+        _ = Self.poll(until: .now + Self.gatheringWindow) { queueState.withLock { $0.pending.count >= wanted } }
     }
 
     /// The error for a command run from inside a write transaction on the same thread.

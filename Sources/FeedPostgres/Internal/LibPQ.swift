@@ -18,6 +18,9 @@ enum LibPQ {
         return String(decoding: reason[..<length], as: UTF8.self)
     }
 
+    /// Whether this program can load libpq at all: `false` in a fully static executable, which ``load()`` refuses.
+    static var isLoadable: Bool { feedsync_libpq_loadable() != 0 }
+
     /// Loads libpq, or throws the error that names the library and the fix.
     ///
     /// - Throws: ``StorageError/unsupportedLocation(_:reason:)`` when libpq cannot be loaded.
