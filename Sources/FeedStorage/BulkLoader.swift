@@ -4,9 +4,9 @@ public import Foundation
 
 /// The bulk insert path for seeding: many users, posts and likes in one transaction with reused statements.
 ///
-/// Inside ``load(into:_:)`` the like-count triggers are suspended; when the body returns, every post's like count
-/// is recomputed from its like rows in one statement and the triggers are restored from their stored SQL, all in
-/// the same transaction, so the invariant holds at commit exactly as it does for single writes.
+/// Inside ``load(into:_:)`` likes are inserted without counting them; when the body returns, every post whose like
+/// count differs from its like rows is recounted in one statement, in the same transaction, so the invariant holds
+/// at commit exactly as it does for single writes.
 ///
 /// Bulk-loaded rows have no events. When a load inserts likes, the same transaction records it in the log
 /// (``EventLog/recordBulkLoad()``): the log no longer rebuilds the likes table (`log_state.bulk_loaded`), and every
@@ -38,10 +38,8 @@ public final class BulkLoader {
         insertLikeIfAbsent = try db.makeStatement("INSERT OR IGNORE INTO likes (user_key, post_key, created_at) VALUES (?, ?, ?)")
     }
 
-    /// The triggers suspended during a bulk load.
-    static let suspendedTriggers = ["likes_count_insert", "likes_count_delete"]
-
-    /// Runs `body` in one IMMEDIATE transaction with the bulk statements, then restores the like-count invariant.
+    /// Runs `body` in one IMMEDIATE transaction with the bulk statements, then restores the like-count invariant: its
+    /// likes are inserted without counting, and the posts whose count differs from their like rows are recounted.
     ///
     /// - Parameters:
     ///   - store: the database.
@@ -55,18 +53,6 @@ public final class BulkLoader {
             try db.execute("PRAGMA cache_size = " + String(-abs(cacheSizeKiB)))
             defer { _ = try? db.execute("PRAGMA cache_size = " + String(previousCache)) }
 
-            var triggerSQL: [String] = []
-            for name in suspendedTriggers {
-                guard
-                    let sql = try db.fetchOne(
-                        "SELECT sql FROM sqlite_schema WHERE type = 'trigger' AND name = ?", name, decode: { $0.string(at: 0) })
-                else {
-                    throw StorageError.sqliteFailure("trigger \(name) is missing from the schema")
-                }
-                triggerSQL.append(sql)
-            }
-            // DDL is transactional in SQLite: if anything below throws, the triggers come back with the rollback.
-            try db.execute("DROP TRIGGER likes_count_insert; DROP TRIGGER likes_count_delete;")
             let loader = try BulkLoader(db)
             let result = try body(loader)
             try db.execute(
@@ -75,7 +61,6 @@ public final class BulkLoader {
                 WHERE like_count <> (SELECT count(*) FROM likes l WHERE l.post_key = posts.post_key);
                 """)
             if loader.likesInserted > 0 { try EventLog(db).recordBulkLoad() }
-            for sql in triggerSQL { try db.execute(sql) }
             return result
         }
     }

@@ -17,7 +17,7 @@ extension StorageError {
         }
     }
 
-    /// A failure of this backend that SQLite did not report (a missing trigger, an unexpected value).
+    /// A failure of this backend that SQLite did not report (an unexpected value).
     static func sqliteFailure(_ message: String) -> StorageError {
         .database(DatabaseFailure(backend: "SQLite", code: "\(ResultCode.error.rawValue)", message: message))
     }

@@ -5,8 +5,9 @@ import Foundation
 ///
 /// - `agent-writer --db PATH [--rate 200] [--count 1000] [--users 1000] [--posts 10000] [--checkpoint inline|background]`:
 ///   toggles likes from the toggle stream at a fixed rate (0: back to back); after each commit prints `seq wallNanos` (CLOCK_REALTIME) and flushes.
-/// - `agent-load --db PATH --ops N --seed S [--users 20] [--posts 50]`: N random like / unlike / toggle commands,
-///   each its own transaction; prints `done N failures F`; exit status 1 if any command failed.
+/// - `agent-load --db PATH --ops N --seed S [--users 20] [--posts 50] [--busy-timeout SECONDS]`: N random like /
+///   unlike / toggle commands, each its own transaction; prints `done N failures F`; exit status 1 if any command
+///   failed (each failure on stderr with how long the command took). `--busy-timeout` replaces the library's 5 s.
 /// - `agent-crash --db PATH --user ID [--threads T]`: likes/unlikes in a loop forever, printing
 ///   `ack SEQ POST LIKED` after each commit, until killed; with T > 1, T threads do so at once as users
 ///   `user1`…`userT` (so their commands overlap and share transactions through group commit).
@@ -50,14 +51,16 @@ enum Agents {
         let seed = try args.int("seed", 1)
         let users = try args.int("users", 20)
         let posts = try args.int("posts", 50)
+        let options = try busyTimeoutOptions(args)
         try args.finish()
         guard !path.isEmpty else { throw BenchError("agent-load needs --db PATH") }
-        let service = try FeedService(location: path)
+        let service = try FeedService(location: path, options: options)
         var random = BenchRandom(seed: UInt64(seed))
         var failures = 0
         for _ in 0..<ops {
             let user = "user\(1 + random.next(users))"
             let post = "post\(1 + random.next(posts))"
+            let started = monotonicNanos()
             do {
                 switch random.next(3) {
                 case 0: try service.like(userID: user, postID: post)
@@ -66,7 +69,7 @@ enum Agents {
                 }
             } catch {
                 failures += 1
-                FileHandle.standardError.write(Data("agent-load: \(error)\n".utf8))
+                FileHandle.standardError.write(Data("agent-load: after \(elapsedMillis(since: started)) ms: \(error)\n".utf8))
             }
         }
         emitLine("done \(ops) failures \(failures)")
@@ -167,3 +170,17 @@ func emitLine(_ line: String) {
         }
     }
 }
+
+/// `FeedOpenOptions` with `--busy-timeout SECONDS` (1 or more) when given: how long a command waits for another
+/// process's write lock before it fails as busy (the library's default is 5 s).
+func busyTimeoutOptions(_ args: Arguments) throws -> FeedOpenOptions {
+    var options = FeedOpenOptions()
+    guard args.optionalString("busy-timeout") != nil else { return options }
+    let seconds = try args.int("busy-timeout", 5)
+    guard seconds >= 1 else { throw BenchError("--busy-timeout takes whole seconds, 1 or more, not \(seconds)") }
+    options.busyTimeout = .seconds(seconds)
+    return options
+}
+
+/// Milliseconds since `start` (`monotonicNanos()`), for failure messages.
+func elapsedMillis(since start: UInt64) -> UInt64 { (monotonicNanos() - start) / 1_000_000 }

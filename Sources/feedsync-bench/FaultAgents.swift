@@ -4,7 +4,8 @@ import Foundation
 /// Helper processes for the fault tests (`PostgresFaultTests`); not workloads themselves. Both take a SQLite path
 /// or a `postgresql://` URL; neither ever prints the location.
 ///
-/// - `agent-random --db LOCATION --seed K [--count 5000] [--users 20] [--posts 50]`: `count` random commands, each
+/// - `agent-random --db LOCATION --seed K [--count 5000] [--users 20] [--posts 50] [--busy-timeout SECONDS]`: `count`
+///   random commands, each
 ///   its own transaction — mostly like / unlike / toggle of a seeded user and post (or a post this agent created),
 ///   about 2 % `createPost` (id `rK-N`), about 5 % invalid ones that must fail with a typed data error (an unknown
 ///   post or user, an id with a space, a post id that exists already). Prints `progress K N` every 250 commands and one
@@ -34,10 +35,11 @@ enum FaultAgents {
         let count = try args.int("count", 5000)
         let users = try args.int("users", 20)
         let posts = try args.int("posts", 50)
+        let options = try busyTimeoutOptions(args)
         try args.finish()
         guard !location.isEmpty else { throw BenchError("agent-random needs --db LOCATION") }
         guard users > 0, posts > 0 else { throw BenchError("agent-random needs --users and --posts of 1 or more") }
-        let service = try FeedService(location: location)
+        let service = try FeedService(location: location, options: options)
         var random = BenchRandom(seed: UInt64(seed) &* 7919 &+ 17)
         var created: [String] = []
         var changed = 0
@@ -93,6 +95,7 @@ enum FaultAgents {
                 }
                 continue
             }
+            let started = monotonicNanos()
             do {
                 if roll < 7 {
                     let id = "r\(seed)-\(n)"
@@ -108,7 +111,7 @@ enum FaultAgents {
                     }
                 if result.changed { changed += 1 } else { unchanged += 1 }
             } catch {
-                unexpectedFailure("command #\(n) (\(user), \(post)) failed: \(error)")
+                unexpectedFailure("command #\(n) (\(user), \(post)) failed after \(elapsedMillis(since: started)) ms: \(error)")
             }
         }
         emitLine(

@@ -46,7 +46,10 @@ import Testing
             #expect(try Data(contentsOf: folder.appendingPathComponent(file.fileName)) == Data(file.bytes))
         }
         #expect(EmbeddedMigrationFile.postgresqlChecksums.count == EmbeddedMigrationFile.postgresql.count)
-        #expect(EmbeddedMigrationFile.all.map(\.fileName) == ["0001_create_schema.sql", "0002_bulk_load_baseline.sql"])
+        #expect(
+            EmbeddedMigrationFile.all.map(\.fileName) == [
+                "0001_create_schema.sql", "0002_bulk_load_baseline.sql", "0003_like_counts_in_code.sql",
+            ])
     }
 
     @Test func reopeningAMigratedDatabaseWritesNothing() throws {

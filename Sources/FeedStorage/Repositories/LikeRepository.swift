@@ -4,7 +4,8 @@ public import Foundation
 
 /// Reads and writes likes on one connection, inside the caller's transaction.
 ///
-/// Like counts are not written here: the schema's triggers keep `posts.like_count` equal to the like rows.
+/// Each like added or removed here also moves `posts.like_count` by one, in the same transaction (schema version 3;
+/// triggers did it before): every FeedSync path that changes likes goes through this type or recounts (bulk loads).
 public struct LikeRepository {
     let db: Connection
 
@@ -26,23 +27,29 @@ public struct LikeRepository {
         return (user, post)
     }
 
-    /// Adds a like; does nothing when it exists.
+    /// Adds a like and counts it on its post; does nothing when it exists.
     ///
     /// - Returns: `true` when a row was inserted.
     @discardableResult
     public func insert(userKey: Int64, postKey: Int64, at time: Date) throws -> Bool {
         try db.mapErrors {
-            try db.run("INSERT OR IGNORE INTO likes (user_key, post_key, created_at) VALUES (?, ?, ?)", userKey, postKey, millis(time)) > 0
+            let inserted = try db.run(
+                "INSERT OR IGNORE INTO likes (user_key, post_key, created_at) VALUES (?, ?, ?)", userKey, postKey, millis(time))
+            guard inserted > 0 else { return false }
+            try db.run("UPDATE posts SET like_count = like_count + 1 WHERE post_key = ?", postKey)
+            return true
         }
     }
 
-    /// Removes a like; does nothing when it does not exist.
+    /// Removes a like and uncounts it on its post; does nothing when it does not exist.
     ///
     /// - Returns: `true` when a row was deleted.
     @discardableResult
     public func delete(userKey: Int64, postKey: Int64) throws -> Bool {
         try db.mapErrors {
-            try db.run("DELETE FROM likes WHERE user_key = ? AND post_key = ?", userKey, postKey) > 0
+            guard try db.run("DELETE FROM likes WHERE user_key = ? AND post_key = ?", userKey, postKey) > 0 else { return false }
+            try db.run("UPDATE posts SET like_count = like_count - 1 WHERE post_key = ?", postKey)
+            return true
         }
     }
 
