@@ -175,9 +175,8 @@ func emitLine(_ line: String) {
 /// process's write lock before it fails as busy (the library's default is 5 s).
 func busyTimeoutOptions(_ args: Arguments) throws -> FeedOpenOptions {
     var options = FeedOpenOptions()
-    guard args.optionalString("busy-timeout") != nil else { return options }
-    let seconds = try args.int("busy-timeout", 5)
-    guard seconds >= 1 else { throw BenchError("--busy-timeout takes whole seconds, 1 or more, not \(seconds)") }
+    guard let text = args.optionalString("busy-timeout") else { return options }
+    guard let seconds = Int(text), seconds >= 1 else { throw BenchError("--busy-timeout takes whole seconds, 1 or more, not \(text)") }
     options.busyTimeout = .seconds(seconds)
     return options
 }

@@ -5,8 +5,7 @@ import Foundation
 /// or a `postgresql://` URL; neither ever prints the location.
 ///
 /// - `agent-random --db LOCATION --seed K [--count 5000] [--users 20] [--posts 50] [--busy-timeout SECONDS]`: `count`
-///   random commands, each
-///   its own transaction — mostly like / unlike / toggle of a seeded user and post (or a post this agent created),
+///   random commands, each its own transaction — mostly like / unlike / toggle of a seeded user and post (or a post this agent created),
 ///   about 2 % `createPost` (id `rK-N`), about 5 % invalid ones that must fail with a typed data error (an unknown
 ///   post or user, an id with a space, a post id that exists already). Prints `progress K N` every 250 commands and one
 ///   final line

@@ -31,8 +31,8 @@ import Testing
         let count = Self.commandsPerClient
         let started = ContinuousClock.now
 
-        // `--busy-timeout 15`: SQLite's write lock has no queue, and on a machine running every suite at once a
-        // lock holder stalled in I/O kept another agent out past the library's 5 s (`Docs/Scaling.md`, item 6).
+        // `--busy-timeout 15`: SQLite's write lock has no queue, and on a machine running every suite at once an
+        // agent was kept out past the library's 5 s (`Docs/Scaling.md`, item 6; a stalled holder, likely in I/O).
         // This test is about invariants and replay; the busy policy has its own tests. 15 s stays under the stall
         // watchdog's 20 s, and a failing agent says how long its command waited.
         let children = try (1...4).map { k in

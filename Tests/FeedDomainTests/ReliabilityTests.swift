@@ -20,8 +20,8 @@ import Testing
         let service = try FeedService(path: path)
         try service.seed(SeedPlan(posts: 50, users: 20, likes: 0))
         let baseline = try service.status().lastSeq
-        // `--busy-timeout 15`, as in `PostgresFaultTests`: on a machine running every suite at once a lock holder
-        // stalled in I/O kept another process out past the library's 5 s; no command may fail within 15 s.
+        // `--busy-timeout 15`, as in `PostgresFaultTests`: on a machine running every suite at once a process was
+        // kept out of the write lock past the library's 5 s; no command may fail within 15 s.
         let children = try (1...Self.loadProcesses).map { seed in
             try Child(bench, ["agent-load", "--db", path, "--ops", String(Self.loadOps), "--seed", String(seed), "--busy-timeout", "15"])
         }

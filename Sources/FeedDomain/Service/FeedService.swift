@@ -4,9 +4,8 @@ internal import Foundation
 
 /// The one public API for FeedSync's commands and queries; the CLI and library users both call it.
 ///
-/// Commands are idempotent and transactional: a changing command writes its rows, the post's like count and
-/// exactly one event row in one IMMEDIATE transaction; a command that changes nothing
-/// writes nothing and emits nothing. Events go out through ``bridge`` only after the commit, in seq order, and have
+/// Commands are idempotent and transactional: a changing command writes its rows, the post's like count and exactly
+/// one event row in one IMMEDIATE transaction; a command that changes nothing writes nothing and emits nothing. Events go out through ``bridge`` only after the commit, in seq order, and have
 /// reached every subscriber by the time the command returns.
 ///
 /// ```swift
