@@ -40,6 +40,7 @@ enum W2Page {
         latencies.reserveCapacity(queryCount)
         var checksum = PageChecksum()
         start = monotonicNanos()
+        let cpuStart = processCPUNanos()
         for query in queries {
             let queryStart = monotonicNanos()
             let page = try service.feedPage(viewerID: query.viewer, before: query.cursor, limit: 50)
@@ -47,6 +48,7 @@ enum W2Page {
             checksum.add(page)
         }
         let elapsed = seconds(since: start)
+        let cpuNanos = processCPUNanos() - cpuStart
         latencies.sort()
 
         let likes = try service.status().likes
@@ -71,6 +73,8 @@ enum W2Page {
         line.add("queries_per_s", Double(queryCount) / max(elapsed, 1e-9), digits: 0)
         line.add("p50_us", Double(percentile(latencies, 50)) / 1000)
         line.add("p99_us", Double(percentile(latencies, 99)) / 1000)
+        // This process's CPU time during the queries (user + system, every thread), per query.
+        line.add("cpu_us_per_query", Double(cpuNanos) / 1000 / Double(max(queryCount, 1)))
         line.add("rows", checksum.rows)
         line.add("liked_rows", checksum.likedRows)
         line.add("like_count_sum", checksum.likeCountSum)

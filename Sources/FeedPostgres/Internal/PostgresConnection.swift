@@ -55,6 +55,9 @@ final class PostgresConnection {
     private var handle: OpaquePointer?
     /// Prepared statement names by SQL text.
     private var prepared: [String: String] = [:]
+    /// The statements prepared last, looked up by where their text is stored before `prepared` hashes the whole text
+    /// (a feed page's statement is ~500 bytes: hashing and comparing it cost ~6,000 instructions a page).
+    private var recentlyPrepared = RecentStatements()
     /// Strings that must never appear in a message (the password, raw and percent-encoded).
     private let secrets: [String]
 
@@ -183,6 +186,7 @@ final class PostgresConnection {
         if let handle { PQfinish(handle) }
         handle = nil
         prepared.removeAll()
+        recentlyPrepared = RecentStatements()
     }
 
     // MARK: - Statements
@@ -259,10 +263,15 @@ final class PostgresConnection {
     }
 
     private func preparedName(for sql: String, handle: OpaquePointer) throws(PostgresFailure) -> String {
-        if let name = prepared[sql] { return name }
+        if let name = recentlyPrepared.name(for: sql) { return name }
+        if let name = prepared[sql] {
+            recentlyPrepared.remember(sql, name: name)
+            return name
+        }
         let name = "feedsync_\(prepared.count + 1)"
         _ = try check(PQprepare(handle, name, sql, 0, nil), sql: sql, parameters: [])
         prepared[sql] = name
+        recentlyPrepared.remember(sql, name: name)
         return name
     }
 
@@ -435,6 +444,46 @@ final class PostgresConnection {
                 return body(Int32(parameters.count), types, values, lengths, formats)
             }
         }
+    }
+}
+
+/// The last few prepared statements, found by the address of their text's bytes.
+///
+/// Each entry keeps its `String`, so its storage stays allocated and unchanged for as long as the entry lives: a text
+/// stored at the same address with the same length *is* that text, with no hashing and no comparison of bytes. The
+/// statements FeedSync prepares are string constants (their bytes live in the binary) or strings built once, so a
+/// repeated statement is found here; anything else falls through to the dictionary keyed by the whole text. Texts
+/// of 15 bytes or fewer are stored inline in the `String` (no stable address) and always fall through.
+private struct RecentStatements {
+    private var entries: [(address: UnsafeRawPointer, count: Int, sql: String, name: String)] = []
+    private var next = 0
+    static let capacity = 16
+
+    /// The name of `sql` if it is one of the recent statements' own storage.
+    func name(for sql: String) -> String? {
+        guard let (address, count) = Self.storage(of: sql) else { return nil }
+        for entry in entries where entry.address == address && entry.count == count { return entry.name }
+        return nil
+    }
+
+    /// Remembers `sql` (replacing the oldest entry when full), unless its bytes have no stable address.
+    mutating func remember(_ sql: String, name: String) {
+        guard let (address, count) = Self.storage(of: sql) else { return }
+        let entry = (address: address, count: count, sql: sql, name: name)
+        if entries.count < Self.capacity {
+            entries.append(entry)
+        } else {
+            entries[next] = entry
+            next = (next + 1) % Self.capacity
+        }
+    }
+
+    /// Where `sql`'s UTF-8 bytes are stored, for a native string too long to be stored inline.
+    private static func storage(of sql: String) -> (UnsafeRawPointer, Int)? {
+        guard sql.utf8.count > 15 else { return nil }
+        return sql.utf8.withContiguousStorageIfAvailable { bytes in
+            bytes.baseAddress.map { (UnsafeRawPointer($0), bytes.count) }
+        } ?? nil
     }
 }
 

@@ -39,28 +39,35 @@ final class PostgresResult {
         PQgetisnull(raw, Int32(row), Int32(column)) != 0
     }
 
+    // The accessors below read a field's length first: libpq reports a `NULL` field with length 0, so a field with
+    // bytes is not `NULL` and needs no `PQgetisnull` call — one libpq call fewer per field (of three) on a feed
+    // page's 400 fields. Only an empty field is asked whether it is `NULL`.
+
     /// The field's text, or `nil` for `NULL`.
     func string(_ row: Int, _ column: Int) -> String? {
-        if isNull(row, column) { return nil }
-        guard let text = PQgetvalue(raw, Int32(row), Int32(column)) else { return nil }
+        let (row, column) = (Int32(row), Int32(column))
+        let length = Int(PQgetlength(raw, row, column))
+        if length == 0 { return PQgetisnull(raw, row, column) != 0 ? nil : "" }
+        guard let text = PQgetvalue(raw, row, column) else { return nil }
         // The field's length is known: no strlen, one validating copy.
-        let length = Int(PQgetlength(raw, Int32(row), Int32(column)))
         return String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self)
     }
 
     /// The field as an integer, or `nil` for `NULL` (or text that is not a 64-bit integer).
     func int64(_ row: Int, _ column: Int) -> Int64? {
-        if isNull(row, column) { return nil }
-        guard let text = PQgetvalue(raw, Int32(row), Int32(column)) else { return nil }
-        let length = Int(PQgetlength(raw, Int32(row), Int32(column)))
+        let (row, column) = (Int32(row), Int32(column))
+        // `NULL` has length 0, which neither format reads as an integer.
+        let length = Int(PQgetlength(raw, row, column))
+        guard length > 0, let text = PQgetvalue(raw, row, column) else { return nil }
         guard binary else { return Self.parseInt64(text, length: length) }
         return Self.bigEndianInteger(UnsafeRawPointer(text), length: length)
     }
 
     /// The field as a boolean (`t`; binary: a non-zero byte), or `nil` for `NULL`.
     func bool(_ row: Int, _ column: Int) -> Bool? {
-        if isNull(row, column) { return nil }
-        guard let value = PQgetvalue(raw, Int32(row), Int32(column))?.pointee else { return nil }
+        let (row, column) = (Int32(row), Int32(column))
+        // Both formats send one byte; `NULL` has length 0.
+        guard PQgetlength(raw, row, column) == 1, let value = PQgetvalue(raw, row, column)?.pointee else { return nil }
         return binary ? value != 0 : value == CChar(UInt8(ascii: "t"))
     }
 
