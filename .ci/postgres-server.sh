@@ -128,6 +128,11 @@ start_server() {
         echo "$out" >&2
         die "initdb failed"
     fi
+    # The feedsync role may also come in through the socket, with its password (the tests of socket URLs); every
+    # other local role keeps peer authentication. pg_hba.conf is read top down, so the line goes first.
+    { echo "local   all   feedsync   scram-sha-256"; cat "$dir/data/pg_hba.conf"; } >"$dir/pg_hba.tmp" &&
+        as_server cp "$dir/pg_hba.tmp" "$dir/data/pg_hba.conf" && rm -f "$dir/pg_hba.tmp" ||
+        die "could not write pg_hba.conf"
     cat >>"$dir/data/postgresql.conf" <<EOF
 
 # --- $me: everything else is PostgreSQL's default (fsync stays on) ---

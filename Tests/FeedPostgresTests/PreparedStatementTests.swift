@@ -13,11 +13,16 @@ import Testing
         "SELECT $1::bigint + " + String(k) + " AS value -- a statement long enough to be stored out of line"
     }
 
-    @Test func eachTextIsPreparedOnceAndRunsItsOwnStatement() throws {
-        guard let db = try TestDatabase.make("prepared_once") else { return }
-        let connection = try PostgresConnection.open(
+    /// One raw connection to the test database.
+    private static func connect(_ db: TestDatabase) throws -> PostgresConnection {
+        try PostgresConnection.open(
             url: db.url, applicationName: "feedsync-test-prepared", connectTimeout: .seconds(5), statementTimeout: nil,
             readOnlyByDefault: true)
+    }
+
+    @Test func eachTextIsPreparedOnceAndRunsItsOwnStatement() throws {
+        guard let db = try TestDatabase.make("prepared_once") else { return }
+        let connection = try Self.connect(db)
         defer { connection.close() }
         // 40 distinct texts: more than the recent list holds, so lookups go through both paths.
         let texts = (0..<40).map(Self.statement)
@@ -38,9 +43,7 @@ import Testing
 
     @Test func fieldsReadTheSameWithoutAskingEachWhetherItIsNull() throws {
         guard let db = try TestDatabase.make("field_nulls") else { return }
-        let connection = try PostgresConnection.open(
-            url: db.url, applicationName: "feedsync-test-fields", connectTimeout: .seconds(5), statementTimeout: nil,
-            readOnlyByDefault: true)
+        let connection = try Self.connect(db)
         defer { connection.close() }
         let sql = "SELECT NULL::text, ''::text, 'x'::text, NULL::bigint, 0::bigint, -7::bigint, NULL::bool, true, false"
         for binary in [false, true] {
