@@ -49,7 +49,7 @@ struct PostgresFailure: Error {
 ///
 /// Statements go through ``execute(_:_:prepared:)``: fixed queries are prepared once per connection
 /// (`PQprepare`/`PQexecPrepared`), other SQL runs with `PQexecParams`; every value is a bound parameter. Results are
-/// in text format.
+/// in text format unless a caller asks for binary ones (the feed page statements).
 final class PostgresConnection {
     /// The `PGconn *`; `nil` once closed.
     private var handle: OpaquePointer?
