@@ -180,11 +180,13 @@ public final class FeedService: Sendable {
             case .unlike:
                 change = try tx.deleteLike(userKey: keys.user, postKey: keys.post) ? .unliked : nil
             case .toggle:
-                if try tx.deleteLike(userKey: keys.user, postKey: keys.post) {
-                    change = .unliked
-                } else {
-                    _ = try tx.insertLike(userKey: keys.user, postKey: keys.post, at: now)
+                // Insert first: a toggle is most often a like (a post the user has not liked yet), which then costs
+                // one statement; a like that exists is not inserted, and the toggle takes it back.
+                if try tx.insertLike(userKey: keys.user, postKey: keys.post, at: now) {
                     change = .liked
+                } else {
+                    _ = try tx.deleteLike(userKey: keys.user, postKey: keys.post)
+                    change = .unliked
                 }
             }
             let liked = change.map { $0 == .liked } ?? (command.action == .like)
