@@ -43,6 +43,24 @@ import Testing
         again.reset()
     }
 
+    /// More distinct texts than the connection's short list of recent statements, each looked up as stored and as
+    /// an equal copy built anew: every lookup returns the one statement of its text, which runs that text.
+    @Test func eachTextHasOneCachedStatementHoweverItIsStored() throws {
+        let db = try Connection(location: .inMemory)
+        let texts = (0..<20).map { k in "SELECT ? + " + String(k) + " -- long enough to be stored out of line" }
+        var statements: [Int: Statement] = [:]
+        for round in 0..<3 {
+            for (k, text) in texts.enumerated() {
+                let copy = String(decoding: Array(text.utf8), as: UTF8.self)
+                for sql in [text, text, copy, copy, text] {
+                    let statement = try db.cachedStatement(sql)
+                    if let first = statements[k] { #expect(statement === first, "statement \(k)") } else { statements[k] = statement }
+                    #expect(try statement.fetchOne(Int64(round * 100), decode: { $0.int64(at: 0) }) == Int64(round * 100 + k))
+                }
+            }
+        }
+    }
+
     @Test func errorsCarryCodesMessageAndSQLButNotBoundValues() throws {
         let db = try Connection(location: .inMemory)
         try db.execute("CREATE TABLE t (id TEXT PRIMARY KEY)")
