@@ -54,12 +54,12 @@ import Testing
 
     /// Viewers with no likes, a few, and over a thousand spread over the feed: every page, by key and by id, at each
     /// page-size bucket and the uncapped statement, flags exactly the posts the viewer likes. The counts sit on both
-    /// sides of the edges of two forms of the statement that were tried and not kept (`Docs/Benchmarks.md`): a hashed
-    /// set of the viewer's likes up to three per row of the cap (150, 600) and up to 1,000, probing beyond.
+    /// sides of where the statement turns from the hashed set of the viewer's likes to the per-row probe (five likes
+    /// per row of the page: 250 for 50 rows, 1,000 for 200), and of the edges of forms tried before (150, 600).
     @Test(arguments: [50, 200, 1000, 1001])
     func theLikeFlagIsRightForViewersWithFewAndWithManyLikes(limit: Int) throws {
         guard let db = try TestDatabase.make("page_like_sets_\(limit)", options: PostgresOptions(maximumConnections: 1)) else { return }
-        let likeCounts = [0, 1, 149, 150, 151, 599, 600, 601, 999, 1000, 1001, 1100]
+        let likeCounts = [0, 1, 149, 150, 151, 249, 250, 251, 599, 600, 601, 999, 1000, 1001, 1100]
         // Viewer n likes the first n posts of a scrambled order, so its likes are spread over the whole feed.
         let scrambled = (0..<1205).sorted { ($0 * 37) % 1205 < ($1 * 37) % 1205 }
         let viewers = try db.backend.bulkLoad { loader -> [Int: Int64] in

@@ -257,6 +257,7 @@ import Testing
                 InvariantViolation(rule: "integrity", detail: "trigger likes_count_delete is disabled"),
                 InvariantViolation(rule: "integrity", detail: "the event-log head is 1 but the newest seq is 3"),
                 InvariantViolation(rule: "like-count", detail: "post \"p1\" has like_count 1 but 0 like rows"),
+                InvariantViolation(rule: "like-count", detail: "user \"u3\" has like_count 1 but 0 like rows"),
                 InvariantViolation(rule: "log-replay", detail: "the log has like u3→p1 but the likes table does not"),
             ])
     }

@@ -19,7 +19,7 @@ internal import Foundation
 /// query for that like). Seeding an empty database therefore makes no query per like.
 ///
 /// ``finish()`` copies what is left, moves the identity sequences past the keys used, recounts the like counts of
-/// the posts that have likes, records the load in the replay baseline (as the SQLite loader's
+/// the posts and the users that have likes, records the load in the replay baseline (as the SQLite loader's
 /// `EventLog.recordBulkLoad()`), and re-enables the trigger.
 final class PostgresBulkLoader: FeedBulkLoader {
     private let connection: PostgresConnection
@@ -145,6 +145,12 @@ final class PostgresBulkLoader: FeedBulkLoader {
                     UPDATE posts p SET like_count = c.n
                     FROM (SELECT post_key, count(*) AS n FROM likes GROUP BY post_key) c
                     WHERE p.post_key = c.post_key AND p.like_count <> c.n
+                    """)
+                try connection.execute(
+                    """
+                    UPDATE users u SET like_count = c.n
+                    FROM (SELECT user_key, count(*) AS n FROM likes GROUP BY user_key) c
+                    WHERE u.user_key = c.user_key AND u.like_count <> c.n
                     """)
                 // The head row, locked since the load began, makes `bulk_through` exactly the last seq committed
                 // before this load: an event-writing transaction in flight committed first, later ones wait.

@@ -6,7 +6,8 @@ internal import FeedCore
 /// - `integrity`: the like-count triggers exist and are enabled; no like or post points at a missing row (the
 ///   foreign keys make that impossible unless they were bypassed); the event-log head is at least every seq in the
 ///   log and equals the newest one (pruning keeps the newest event).
-/// - `like-count`: every post's `like_count` equals its like rows.
+/// - `like-count`: every post's and every user's `like_count` equals its like rows (a user's count, schema version 4,
+///   chooses the feed page's form of the like flag).
 /// - `log-order`: seqs are gap-free from the first retained to the last.
 /// - `log-replay`: when the log is complete (never pruned, never bulk-loaded), replaying its likes and unlikes from
 ///   an empty set gives exactly the likes table — computed in SQL (the last like or unlike of each pair decides),
@@ -54,19 +55,21 @@ struct PostgresInvariantChecker {
                     detail: "the event-log head is \(head.int64(0, 0).map(String.init) ?? "missing") but the newest seq is \(maximum)"))
         }
 
-        let counts = try run(
-            """
-            SELECT p.id, p.like_count, coalesce(c.n, 0) AS actual
-            FROM posts p LEFT JOIN (SELECT post_key, count(*) AS n FROM likes GROUP BY post_key) c ON c.post_key = p.post_key
-            WHERE p.like_count <> coalesce(c.n, 0) ORDER BY p.post_key
-            """, [])
-        for row in 0..<counts.rowCount {
-            found.append(
-                InvariantViolation(
-                    rule: "like-count",
-                    detail:
-                        "post \"\(counts.string(row, 0) ?? "")\" has like_count \(counts.int64(row, 1) ?? 0) but \(counts.int64(row, 2) ?? 0) like rows"
-                ))
+        // Posts' counts, then users' (schema version 4). The table and key names are this file's constants.
+        for (table, key, noun) in [("posts", "post_key", "post"), ("users", "user_key", "user")] {
+            let counts = try run(
+                """
+                SELECT t.id, t.like_count, coalesce(c.n, 0) AS actual
+                FROM \(table) t LEFT JOIN (SELECT \(key), count(*) AS n FROM likes GROUP BY \(key)) c ON c.\(key) = t.\(key)
+                WHERE t.like_count <> coalesce(c.n, 0) ORDER BY t.\(key)
+                """, [])
+            for row in 0..<counts.rowCount {
+                let id = counts.string(row, 0) ?? ""
+                let stored = counts.int64(row, 1) ?? 0
+                let actual = counts.int64(row, 2) ?? 0
+                found.append(
+                    InvariantViolation(rule: "like-count", detail: "\(noun) \"\(id)\" has like_count \(stored) but \(actual) like rows"))
+            }
         }
 
         let gaps = try run(

@@ -167,36 +167,58 @@ final class PostgresTransaction: FeedTransaction {
 
     /// The feed page query: the same order and cursor semantics as the SQLite backend's `PostRepository.feedPage`.
     ///
-    /// The row comparison seeks into `posts_feed (created_at, post_key)`, scanned backwards; the like flag is a
-    /// scalar subquery — one primary-key probe per row (50 probes cost ~20 µs more than the `EXISTS` form whose
-    /// hashed subplan reads the viewer's likes once, but a viewer with 100,000 likes would make that form read them
-    /// all for every page: the probe keeps a page O(limit · log n) for every viewer).
+    /// The row comparison seeks into `posts_feed (created_at, post_key)`, scanned backwards. The like flag takes one
+    /// of two forms, chosen per page by the viewer's stored number of likes (`users.like_count`, schema version 4)
+    /// against the bound `$5` (``likeSetLimit(forPageLimit:)``):
+    /// - up to it, the viewer's likes are read once into a hash table (a hashed subplan: one index range scan), and
+    ///   each row is a hash lookup — the cheapest form for most viewers;
+    /// - above it, each row is one primary-key probe, so that a viewer with 100,000 likes costs a page
+    ///   O(limit · log n), not a read of all those likes.
+    /// Both are in the one generic plan; the `CASE` runs only the chosen one. An unknown viewer (no `users` row, so
+    /// a `NULL` count) takes the probe, which finds nothing.
     static let feedPageSQL: [String] = pageCapClauses.map { cap in
         """
         SELECT * FROM (
             SELECT p.id, p.author_id, p.body, p.created_at, p.like_count, p.post_key,
-                   (SELECT true FROM likes l WHERE l.user_key = $1 AND l.post_key = p.post_key) IS NOT NULL AS liked
+                   CASE WHEN (SELECT like_count FROM users WHERE user_key = $1) <= $5
+                   THEN p.post_key IN (SELECT l.post_key FROM likes l WHERE l.user_key = $1)
+                   ELSE (SELECT true FROM likes l WHERE l.user_key = $1 AND l.post_key = p.post_key) IS NOT NULL
+                   END AS liked
             FROM posts p
             WHERE (p.created_at, p.post_key) < ($2, $3)
             ORDER BY p.created_at DESC, p.post_key DESC
         """ + cap + pageOuterLimit
     }
 
-    /// The page for a viewer known by id, in one statement (one round trip): the viewer's key is an `InitPlan`
-    /// (looked up once), used by the like probes and returned in the first column of every row (`NULL`: no such
-    /// user). A page with no rows says nothing about the viewer; the caller looks it up then (the end of the feed).
+    /// The page for a viewer known by id, in one statement (one round trip): the viewer's key and like count are
+    /// `InitPlan`s (each looked up once), used by the like flag as in ``feedPageSQL``; the key is returned in the
+    /// first column of every row (`NULL`: no such user). A page with no rows says nothing about the viewer; the
+    /// caller looks it up then (the end of the feed).
     static let feedPageByViewerIDSQL: [String] = pageCapClauses.map { cap in
         """
         SELECT * FROM (
             SELECT (SELECT user_key FROM users WHERE id = $1) AS viewer_key,
                    p.id, p.author_id, p.body, p.created_at, p.like_count, p.post_key,
-                   (SELECT true FROM likes l
-                    WHERE l.user_key = (SELECT user_key FROM users WHERE id = $1) AND l.post_key = p.post_key)
-                   IS NOT NULL AS liked
+                   CASE WHEN (SELECT like_count FROM users WHERE id = $1) <= $5
+                   THEN p.post_key IN (
+                       SELECT l.post_key FROM likes l WHERE l.user_key = (SELECT user_key FROM users WHERE id = $1))
+                   ELSE (SELECT true FROM likes l
+                         WHERE l.user_key = (SELECT user_key FROM users WHERE id = $1) AND l.post_key = p.post_key)
+                        IS NOT NULL
+                   END AS liked
             FROM posts p
             WHERE (p.created_at, p.post_key) < ($2, $3)
             ORDER BY p.created_at DESC, p.post_key DESC
         """ + cap + pageOuterLimit
+    }
+
+    /// The most likes a viewer may have for a page of `limit` rows to read them into a hash table rather than probe
+    /// each row: five per row (250 for a page of 50). Measured with pgbench on 100,000 posts (seventh session,
+    /// `Docs/Benchmarks.md`): the hashed set beat 50 probes at 300 likes and lost at 1,000; five per row keeps
+    /// the hashed form's worst case near the probes' cost. An unbounded page (`limit < 0`) counts as the largest
+    /// capped one.
+    static func likeSetLimit(forPageLimit limit: Int) -> Int64 {
+        5 * Int64(limit >= 0 ? min(limit, Int(Int32.max)) : pageSizeBuckets[pageSizeBuckets.count - 1])
     }
 
     /// The end of both page statements: the page size, bound.
@@ -214,7 +236,10 @@ final class PostgresTransaction: FeedTransaction {
         let limitValue: DatabaseValue = limit < 0 ? .null : .integer(Int64(limit))
         let result = try run(
             Self.statement(Self.feedPageSQL, limit: limit),
-            [.integer(viewerKey ?? -1), .integer(after.createdAtMillis), .integer(after.sequence), limitValue],
+            [
+                .integer(viewerKey ?? -1), .integer(after.createdAtMillis), .integer(after.sequence), limitValue,
+                .integer(Self.likeSetLimit(forPageLimit: limit)),
+            ],
             binaryResults: true)
         return (0..<result.rowCount).map { row in
             FeedRow(post: Self.decodePost(result, row: row), liked: result.bool(row, 6) ?? false)
@@ -226,7 +251,10 @@ final class PostgresTransaction: FeedTransaction {
         let limitValue: DatabaseValue = limit < 0 ? .null : .integer(Int64(limit))
         let result = try run(
             Self.statement(Self.feedPageByViewerIDSQL, limit: limit),
-            [.text(viewerID), .integer(after.createdAtMillis), .integer(after.sequence), limitValue],
+            [
+                .text(viewerID), .integer(after.createdAtMillis), .integer(after.sequence), limitValue,
+                .integer(Self.likeSetLimit(forPageLimit: limit)),
+            ],
             binaryResults: true)
         guard result.rowCount > 0 else {
             // Past the end of the feed (or an empty one): the page's statement returned no row to carry the key.
