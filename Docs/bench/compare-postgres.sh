@@ -12,13 +12,16 @@
 #   w1 C    pgbench toggle.sql -c C (spread: users 1..1000, posts 1..10000)  |  feedsync-bench w1 --clients C
 #   hot C   pgbench toggle.sql -c C -D posts=1 (one post)                      |  feedsync-bench w1 --clients C --hot-post
 #   w2      pgbench page.sql -c 1 (100,000 posts, 1,000,000 likes)             |  feedsync-bench w2
+#   w2long  the same pgbench run                                              |  feedsync-bench w2 --queries 20000
+#           (W2's 2,000 pages take ~0.35 s on a new connection right after the seed, cold caches included;
+#           pgbench's page runs PGBENCH_SECONDS. 20,000 pages run about as long as pgbench: the steady rates.)
 #   w4, w6  feedsync-bench only (W4 is read against pgbench toggle at 1 client)
 #   w7      feedsync-bench w7 --threads T --writer group and --writer mutex (calls serialised: no group commit)
 #
 # Environment:
-#   WORKLOADS      cases to run (default "w1 hot w2 w4 w6 w7")
+#   WORKLOADS      cases to run (default "w1 hot w2 w2long w4 w6 w7")
 #   CLIENTS        W1 client counts (default "1 4 16"); HOT_CLIENTS (default 16); W7_THREADS (default 16)
-#   PGBENCH_SECONDS  seconds per pgbench run (default 8)
+#   PGBENCH_SECONDS  seconds per pgbench run (default 8); W2_LONG_QUERIES  pages of the w2long case (default 20000)
 #   W1_ARGS, W2_ARGS, W4_ARGS, W6_ARGS, W7_ARGS  extra flags for feedsync-bench
 #   RESULTS        the JSON lines file (default: a temporary file, path printed at the end); appended to
 #   SKIP_BUILD=1   use OURS_BIN (default .build-bench/release/feedsync-bench) without building it
@@ -32,17 +35,17 @@ here=$root/Docs/bench/pgbench
 rounds=${1:-3}
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "usage: $0 [ROUNDS]" >&2; exit 2; }
 peers_pg=${PEERS_PG_DIR:-$root/../shared/peers/postgres}
-workloads=${WORKLOADS:-"w1 hot w2 w4 w6 w7"}
+workloads=${WORKLOADS:-"w1 hot w2 w2long w4 w6 w7"}
 clients_list=${CLIENTS:-"1 4 16"}
 hot_clients=${HOT_CLIENTS:-16}
 w7_threads=${W7_THREADS:-16}
 secs=${PGBENCH_SECONDS:-8}
 results=${RESULTS:-$(mktemp /tmp/feedsync-compare-postgres.XXXXXX.jsonl)}
 
-w2_posts=100000 w2_users=10000 w2_likes=1000000
+w2_posts=100000 w2_users=10000 w2_likes=1000000 w2_long_queries=${W2_LONG_QUERIES:-20000}
 if [ "${QUICK:-0}" = 1 ]; then
     secs=${PGBENCH_SECONDS:-3}
-    w2_posts=10000 w2_users=1000 w2_likes=50000
+    w2_posts=10000 w2_users=1000 w2_likes=50000 w2_long_queries=${W2_LONG_QUERIES:-2000}
     : "${W1_ARGS:=--ops 2000}"
     : "${W2_ARGS:=--posts $w2_posts --users $w2_users --likes $w2_likes --queries 500}"
     : "${W4_ARGS:=--ops 2000}"
@@ -175,6 +178,9 @@ for ((r = 1; r <= rounds; r++)); do
         w2)
             pgb pg-page 1 page.sql pgb_w2 -D users=$w2_users -D posts=$w2_posts
             ours w2 $W2_ARGS ;;
+        w2long)
+            pgb pg-page 1 page.sql pgb_w2 -D users=$w2_users -D posts=$w2_posts
+            ours w2 $W2_ARGS --queries "$w2_long_queries" ;;
         w4) ours w4 $W4_ARGS ;;
         w6) ours w6 $W6_ARGS ;;
         w7)
@@ -228,12 +234,16 @@ for c in sorted({r["clients"] for r in rows if r["workload"] == "pg-toggle-hot"}
         out.append(f"| hot ÷ spread at {c} clients (ours / pgbench) | {fmt(ratio(o, spread_o))}× | "
                    f"{fmt(ratio(p, spread_p))}× | | | |")
 if any(r["workload"] == "w2" for r in rows):
-    ours = pick("w2", "feedsync")
-    row("W2 page, 1 client (queries/s vs tps)", med(ours, "queries_per_s"), med(pick("pg-page", "pgbench", clients=1), "tps"), 0.8)
-    row("W2 p50 µs (ours) vs pgbench average latency µs", med(ours, "p50_us"),
-        (lambda x: x * 1000 if x else None)(med(pick("pg-page", "pgbench", clients=1), "latency_avg_ms")))
-    out.append(f"| W2 seed s (ours, bulk load) | {fmt(med(ours, 'seed_s'))} | | | | |")
-    sums = sorted({r.get("checksum") for r in ours})
+    every = pick("w2", "feedsync")
+    page = med(pick("pg-page", "pgbench", clients=1), "tps")
+    # By run length: the workload's 2,000 pages (or QUICK's 500), and the w2long case's pages.
+    for queries in sorted({r["queries"] for r in every}):
+        ours = [r for r in every if r["queries"] == queries]
+        row(f"W2 page, 1 client, {queries:,} pages (queries/s vs tps)", med(ours, "queries_per_s"), page, 0.8)
+        row(f"W2 p50 µs, {queries:,} pages (ours) vs pgbench average latency µs", med(ours, "p50_us"),
+            (lambda x: x * 1000 if x else None)(med(pick("pg-page", "pgbench", clients=1), "latency_avg_ms")))
+    out.append(f"| W2 seed s (ours, bulk load) | {fmt(med(every, 'seed_s'))} | | | | |")
+    sums = sorted({r.get("checksum") for r in every})
     out.append(f"| W2 checksums (ours, all runs) | {'/'.join(sums)} | | | | |")
 if any(r["workload"] == "w4" for r in rows):
     row("W4 observed toggle, 1 client (ops/s vs pgbench toggle tps)", med(pick("w4", "feedsync"), "ops_per_s"), pg1)

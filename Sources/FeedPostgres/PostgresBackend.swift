@@ -24,7 +24,8 @@ internal import Foundation
 ///   takes, held from its event append to its commit — orders event-writing commits, so seqs are dense and in
 ///   commit order (see ``FeedTransaction/appendEvents(_:)`` and `Docs/Storage.md`).
 /// - **Like batches**: ``FeedTransaction/applyLikeUnits(_:)`` runs a group-commit batch as one call of the
-///   `feedsync_apply_likes` function (migration 0003): posts locked in key order, units isolated, events last.
+///   `feedsync_apply_likes` function (migrations 0003 and 0004): posts, then users, locked in key order, units
+///   isolated, events last.
 /// - **Times** are stored as BIGINT milliseconds since 1970, as in SQLite, so every date round-trips identically.
 public final class PostgresBackend: FeedBackend {
     /// `PostgreSQL`, the ``backendName`` and the backend of every ``DatabaseFailure`` this backend reports.

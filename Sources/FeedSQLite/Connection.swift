@@ -31,7 +31,7 @@ public final class Connection {
     private var statementCache: [StatementKey: Statement] = [:]
     /// The last few cached statements looked up, by where their SQL text's bytes are stored (see
     /// ``cachedStatement(_:)``).
-    private var recentStatements: [(address: UnsafeRawPointer, count: Int, statement: Statement)] = []
+    private var recentStatements: [(address: UnsafeRawPointer, count: Int, sql: String, statement: Statement)] = []
     private var nextRecent = 0
     /// How many statements `recentStatements` holds: a like command's transaction uses about six.
     private static let recentCapacity = 8
@@ -234,10 +234,10 @@ public final class Connection {
     public func cachedStatement(_ sql: String) throws(SQLiteError) -> Statement {
         checkAccess()
         // The statements looked up last are found by the address of their text's bytes, before the cache hashes
-        // the text. Each entry holds its statement, which holds its `sql`, so those bytes stay allocated and
-        // unchanged while the entry lives: the same address and length mean the same text. FeedSync's statements
-        // are string constants, so a repeated one is found here (a like command's six cost ~5,400 instructions
-        // through the hash, ~4 % of the command).
+        // the text. Each entry holds the caller's text it was found by, so those bytes stay allocated and unchanged
+        // while the entry lives: the same address and length mean the same text. FeedSync's statements are string
+        // constants, so a repeated one is found here (a like command's six cost ~5,400 instructions through the
+        // hash, ~4 % of the command).
         let storage = Self.storage(of: sql)
         if let (address, count) = storage {
             for entry in recentStatements where entry.address == address && entry.count == count { return entry.statement }
@@ -250,9 +250,10 @@ public final class Connection {
             statement = try prepare(sql, persistent: true)
             statementCache[key] = statement
         }
-        if let (_, count) = storage, let address = Self.storage(of: statement.sql)?.0 {
-            // The statement's own copy of the text: the caller's may be a temporary.
-            let entry = (address: address, count: count, statement: statement)
+        if let (address, count) = storage {
+            // The caller's text, kept alive by the entry: a caller that passes the same string again finds it,
+            // whichever string the statement was first prepared from.
+            let entry = (address: address, count: count, sql: sql, statement: statement)
             if recentStatements.count < Self.recentCapacity {
                 recentStatements.append(entry)
             } else {

@@ -55,14 +55,27 @@ struct PostgresInvariantChecker {
                     detail: "the event-log head is \(head.int64(0, 0).map(String.init) ?? "missing") but the newest seq is \(maximum)"))
         }
 
-        // Posts' counts, then users' (schema version 4). The table and key names are this file's constants.
-        for (table, key, noun) in [("posts", "post_key", "post"), ("users", "user_key", "user")] {
-            let counts = try run(
+        // Posts' counts, then users' (schema version 4): the same check on each table.
+        let countChecks = [
+            (
+                "post",
                 """
                 SELECT t.id, t.like_count, coalesce(c.n, 0) AS actual
-                FROM \(table) t LEFT JOIN (SELECT \(key), count(*) AS n FROM likes GROUP BY \(key)) c ON c.\(key) = t.\(key)
-                WHERE t.like_count <> coalesce(c.n, 0) ORDER BY t.\(key)
-                """, [])
+                FROM posts t LEFT JOIN (SELECT post_key, count(*) AS n FROM likes GROUP BY post_key) c ON c.post_key = t.post_key
+                WHERE t.like_count <> coalesce(c.n, 0) ORDER BY t.post_key
+                """
+            ),
+            (
+                "user",
+                """
+                SELECT t.id, t.like_count, coalesce(c.n, 0) AS actual
+                FROM users t LEFT JOIN (SELECT user_key, count(*) AS n FROM likes GROUP BY user_key) c ON c.user_key = t.user_key
+                WHERE t.like_count <> coalesce(c.n, 0) ORDER BY t.user_key
+                """
+            ),
+        ]
+        for (noun, sql) in countChecks {
+            let counts = try run(sql, [])
             for row in 0..<counts.rowCount {
                 let id = counts.string(row, 0) ?? ""
                 let stored = counts.int64(row, 1) ?? 0
