@@ -213,10 +213,10 @@ final class PostgresTransaction: FeedTransaction {
     }
 
     /// The most likes a viewer may have for a page of `limit` rows to read them into a hash table rather than probe
-    /// each row: five per row (250 for a page of 50). Measured with pgbench on 100,000 posts (seventh session,
-    /// `Docs/Benchmarks.md`): the hashed set beat 50 probes at 300 likes and lost at 1,000; five per row keeps
-    /// the hashed form's worst case near the probes' cost. An unbounded page (`limit < 0`) counts as the largest
-    /// capped one.
+    /// each row: five per row (250 for a page of 50), where the two forms cost the same. Measured with pgbench on
+    /// W2's database, pages of 50 (ninth session, `Docs/Benchmarks.md`): the set ~17 % faster at ~100 likes, even
+    /// at 250, 10–18 % slower at 500, a third slower at 1,000, a third the speed at 2,000. An unbounded page
+    /// (`limit < 0`) counts as the largest capped one.
     static func likeSetLimit(forPageLimit limit: Int) -> Int64 {
         5 * Int64(limit >= 0 ? min(limit, Int(Int32.max)) : pageSizeBuckets[pageSizeBuckets.count - 1])
     }
