@@ -400,8 +400,8 @@ final class PostgresTransaction: FeedTransaction {
     var appliesLikeUnits: Bool { likeBatches }
 
     /// The whole batch in one statement: `feedsync_apply_likes` (migrations 0003 and 0004) locks the batch's posts,
-    /// then its users, in key order, applies each unit (in a subtransaction when there are several), appends the events last, and returns
-    /// one row per operation. With one unit, its failure fails the statement — and so the transaction — and is
+    /// then its users, in key order, applies each unit (in a subtransaction when there are several), appends the
+    /// events last, and returns one row per operation. With one unit, its failure fails the statement — and so the transaction — and is
     /// thrown, as the unit's only outcome; with several, failures come back as results.
     func applyLikeUnits(_ units: [LikeUnit]) throws -> [Result<[LikeOutcome], StorageError>]? {
         try requireWritable()
