@@ -42,20 +42,48 @@ public final class ChangeFeed: Sendable {
         var faultInjector: (@Sendable () throws -> Void)? {
             get {
                 guard let inject = injectFault else { return nil }
-                return { @Sendable () throws in try inject(FaultPoint()) }
+                return { @Sendable () throws in try inject(FaultPoint(stage: .beforeCheck)) }
             }
             set {
                 guard let inject = newValue else { return injectFault = nil }
-                injectFault = { @Sendable (_: FaultPoint) throws in try inject() }
+                injectFault = { @Sendable (point: FaultPoint) throws in
+                    if point.stage == .beforeCheck { try inject() }
+                }
             }
         }
 
-        /// The stored form of ``faultInjector``: its parameter is a private type, so code outside this file that
+        /// A failure to inject at any ``Stage`` of a pass, for tests of what the feed does when a step between "the
+        /// database changed" and "its events were published" fails.
+        var stageFaultInjector: (@Sendable (Stage) throws -> Void)? {
+            get {
+                guard let inject = injectFault else { return nil }
+                return { @Sendable (stage: Stage) throws in try inject(FaultPoint(stage: stage)) }
+            }
+            set {
+                guard let inject = newValue else { return injectFault = nil }
+                injectFault = { @Sendable (point: FaultPoint) throws in try inject(point.stage) }
+            }
+        }
+
+        /// The most events one read of the log publishes (more are read in further batches).
+        var publishBatchSize = 10_000
+
+        /// The stored form of the injectors: its parameter is a private type, so code outside this file that
         /// reaches it by reflection cannot cast it to a function type it could call.
         fileprivate var injectFault: (@Sendable (FaultPoint) throws -> Void)?
 
         /// The defaults: inotify plus a 250 ms timer, backoff up to 2 s.
         public init() {}
+    }
+
+    /// The steps of one pass of the watching thread, where tests inject failures.
+    enum Stage: Sendable, Hashable {
+        /// Before the watch is asked whether the database changed.
+        case beforeCheck
+        /// After the watch said the database changed (or a pass failed), before the log is read.
+        case beforePublish
+        /// Before each read of a batch of the log, counted from 0 in a pass.
+        case beforeBatch(Int)
     }
 
     /// Whether the feed follows the database: from ``start()`` until ``stop()``, or until the database file was
@@ -183,21 +211,37 @@ public final class ChangeFeed: Sendable {
         let run: Run
     }
 
+    /// The watching thread's loop.
+    ///
+    /// A change signal is used up only once the events it announced were published: the watch's answer ("changed
+    /// since the last check") moves into `mustPublish`, which only a pass that published everything clears. A pass
+    /// that failed anywhere — the check, the read of the log, one of its batches — leaves it set, so the next pass
+    /// reads the log whatever the watch says then (the watch has already recorded the new head and would say "no
+    /// change").
     private static func follow(context: RunContext) {
         let run = context.run
         defer { run.watch.close() }
         let delays = recheckDelays
+        let inject = context.options.injectFault
         var backoff: Duration = .zero
         // The next re-check after a change notification, as an index into `delays`; `delays.count` when none is due.
         var recheck = delays.count
+        // The first pass publishes what was committed since the service's last published event.
+        var mustPublish = true
         while !run.isStopRequested {
             do {
-                try context.options.injectFault?(FaultPoint())
-                if try run.watch.poll() {
-                    try context.service.publishCommittedEvents()
+                try inject?(FaultPoint(stage: .beforeCheck))
+                if try run.watch.poll() { mustPublish = true }
+                if mustPublish {
+                    try inject?(FaultPoint(stage: .beforePublish))
+                    _ = try context.service.publishCommittedEvents(batchSize: context.options.publishBatchSize) { batch in
+                        try inject?(FaultPoint(stage: .beforeBatch(batch)))
+                    }
+                    mustPublish = false
                 }
                 backoff = .zero
             } catch {
+                mustPublish = true
                 let error = FeedError.wrap(error)
                 if case .databaseReplaced = error {
                     // Deleted, or replaced by another file: the watch would keep reading the old one. The feed stops
@@ -227,7 +271,9 @@ public final class ChangeFeed: Sendable {
 
 /// A point where ``ChangeFeed/Options`` may inject a fault; a private type, so that the stored injector cannot be
 /// called by code that reaches it through reflection.
-private struct FaultPoint {}
+private struct FaultPoint {
+    let stage: ChangeFeed.Stage
+}
 
 /// One run of the watching thread: its stop flag, its wake-up source and its end.
 private final class Run: Sendable {

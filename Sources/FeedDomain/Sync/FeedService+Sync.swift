@@ -13,12 +13,21 @@ extension FeedService {
     /// - Throws: ``FeedError`` (`busy` when another connection blocks reading; retry later).
     @discardableResult
     public func publishCommittedEvents(batchSize: Int = 10_000) throws(FeedError) -> Int {
+        try publishCommittedEvents(batchSize: batchSize) { _ in }
+    }
+
+    /// ``publishCommittedEvents(batchSize:)``, calling `beforeBatch` with the batch's index (from 0) before each read
+    /// of the log: where ``ChangeFeed``'s tests inject a failure between two batches.
+    func publishCommittedEvents(batchSize: Int, beforeBatch: (Int) throws -> Void) throws(FeedError) -> Int {
         let sequencer = bridge.sequencer
         var total = 0
+        var batch = 0
         while true {
             guard let known = sequencer.highestKnownSeq else { return total }
             let events: [EventRecord]
             do {
+                try beforeBatch(batch)
+                batch += 1
                 // On a reader connection, not the writer: a local writer waiting for another process's lock must
                 // not hold up what other processes already committed. One query is one snapshot, so the events
                 // after `known` form a complete range.
