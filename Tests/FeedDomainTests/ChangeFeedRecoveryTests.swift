@@ -49,10 +49,12 @@ import Testing
             // Only once every commit of the test is in the log, so that the failure is between "the head moved" and
             // "the events were published".
             let committed = (try? other.events(after: seeded).count) ?? 0
-            let fire = committed >= commits && fired.withLock { done in
-                defer { done = true }
-                return !done
-            }
+            let fire =
+                committed >= commits
+                && fired.withLock { done in
+                    defer { done = true }
+                    return !done
+                }
             if fire { throw FeedError.storage(.connectionLost(location: "test", reason: "injected before \(stage)")) }
         }
         let feed = ChangeFeed(service: listening, options: options)
