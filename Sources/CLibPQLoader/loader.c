@@ -33,11 +33,11 @@
 // forwarder below (the link fails otherwise, naming the function).
 #define FEEDSYNC_LIBPQ_FUNCTIONS(X) \
     X(PQbackendPID) X(PQclear) X(PQcmdStatus) X(PQcmdTuples) X(PQconnectPoll) X(PQconnectStartParams) \
-    X(PQconninfo) X(PQconninfoFree) X(PQconninfoParse) X(PQconsumeInput) X(PQerrorMessage) X(PQexec) \
-    X(PQexecParams) X(PQexecPrepared) X(PQfinish) X(PQfreemem) X(PQftype) X(PQgetResult) X(PQgetisnull) \
-    X(PQgetlength) X(PQgetvalue) X(PQnfields) X(PQnotifies) X(PQntuples) X(PQprepare) X(PQputCopyData) \
-    X(PQputCopyEnd) X(PQresultErrorField) X(PQresultErrorMessage) X(PQresultStatus) X(PQsetNoticeReceiver) \
-    X(PQsocket) X(PQstatus) X(PQtransactionStatus)
+    X(PQconninfo) X(PQconninfoFree) X(PQconninfoParse) X(PQconsumeInput) X(PQerrorMessage) X(PQfinish) \
+    X(PQfreemem) X(PQftype) X(PQgetResult) X(PQgetisnull) X(PQgetlength) X(PQgetvalue) X(PQisBusy) X(PQnfields) \
+    X(PQnotifies) X(PQntuples) X(PQputCopyData) X(PQputCopyEnd) X(PQresultErrorField) X(PQresultErrorMessage) \
+    X(PQresultStatus) X(PQsendPrepare) X(PQsendQuery) X(PQsendQueryParams) X(PQsendQueryPrepared) \
+    X(PQsetNoticeReceiver) X(PQsocket) X(PQstatus) X(PQtransactionStatus)
 
 #define FEEDSYNC_DECLARE_POINTER(name) static __typeof__(name) *feedsync_##name;
 FEEDSYNC_LIBPQ_FUNCTIONS(FEEDSYNC_DECLARE_POINTER)
@@ -131,17 +131,6 @@ PQconninfoOption *PQconninfo(PGconn *conn) { return feedsync_PQconninfo(conn); }
 void PQconninfoFree(PQconninfoOption *connOptions) { feedsync_PQconninfoFree(connOptions); }
 int PQconsumeInput(PGconn *conn) { return feedsync_PQconsumeInput(conn); }
 char *PQerrorMessage(const PGconn *conn) { return feedsync_PQerrorMessage(conn); }
-PGresult *PQexec(PGconn *conn, const char *query) { return feedsync_PQexec(conn, query); }
-PGresult *PQexecParams(
-    PGconn *conn, const char *command, int nParams, const Oid *paramTypes, const char *const *paramValues,
-    const int *paramLengths, const int *paramFormats, int resultFormat) {
-    return feedsync_PQexecParams(conn, command, nParams, paramTypes, paramValues, paramLengths, paramFormats, resultFormat);
-}
-PGresult *PQexecPrepared(
-    PGconn *conn, const char *stmtName, int nParams, const char *const *paramValues, const int *paramLengths,
-    const int *paramFormats, int resultFormat) {
-    return feedsync_PQexecPrepared(conn, stmtName, nParams, paramValues, paramLengths, paramFormats, resultFormat);
-}
 void PQfinish(PGconn *conn) { feedsync_PQfinish(conn); }
 void PQfreemem(void *ptr) { feedsync_PQfreemem(ptr); }
 Oid PQftype(const PGresult *res, int field_num) { return feedsync_PQftype(res, field_num); }
@@ -152,14 +141,27 @@ char *PQgetvalue(const PGresult *res, int tup_num, int field_num) { return feeds
 int PQnfields(const PGresult *res) { return feedsync_PQnfields(res); }
 PGnotify *PQnotifies(PGconn *conn) { return feedsync_PQnotifies(conn); }
 int PQntuples(const PGresult *res) { return feedsync_PQntuples(res); }
-PGresult *PQprepare(PGconn *conn, const char *stmtName, const char *query, int nParams, const Oid *paramTypes) {
-    return feedsync_PQprepare(conn, stmtName, query, nParams, paramTypes);
-}
+int PQisBusy(PGconn *conn) { return feedsync_PQisBusy(conn); }
 int PQputCopyData(PGconn *conn, const char *buffer, int nbytes) { return feedsync_PQputCopyData(conn, buffer, nbytes); }
 int PQputCopyEnd(PGconn *conn, const char *errormsg) { return feedsync_PQputCopyEnd(conn, errormsg); }
 char *PQresultErrorField(const PGresult *res, int fieldcode) { return feedsync_PQresultErrorField(res, fieldcode); }
 char *PQresultErrorMessage(const PGresult *res) { return feedsync_PQresultErrorMessage(res); }
 ExecStatusType PQresultStatus(const PGresult *res) { return feedsync_PQresultStatus(res); }
+int PQsendPrepare(PGconn *conn, const char *stmtName, const char *query, int nParams, const Oid *paramTypes) {
+    return feedsync_PQsendPrepare(conn, stmtName, query, nParams, paramTypes);
+}
+int PQsendQuery(PGconn *conn, const char *query) { return feedsync_PQsendQuery(conn, query); }
+int PQsendQueryParams(
+    PGconn *conn, const char *command, int nParams, const Oid *paramTypes, const char *const *paramValues,
+    const int *paramLengths, const int *paramFormats, int resultFormat) {
+    return feedsync_PQsendQueryParams(
+        conn, command, nParams, paramTypes, paramValues, paramLengths, paramFormats, resultFormat);
+}
+int PQsendQueryPrepared(
+    PGconn *conn, const char *stmtName, int nParams, const char *const *paramValues, const int *paramLengths,
+    const int *paramFormats, int resultFormat) {
+    return feedsync_PQsendQueryPrepared(conn, stmtName, nParams, paramValues, paramLengths, paramFormats, resultFormat);
+}
 PQnoticeReceiver PQsetNoticeReceiver(PGconn *conn, PQnoticeReceiver proc, void *arg) {
     return feedsync_PQsetNoticeReceiver(conn, proc, arg);
 }

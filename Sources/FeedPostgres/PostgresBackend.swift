@@ -92,7 +92,8 @@ public final class PostgresBackend: FeedBackend {
             let notifier = PostgresNotifier { () throws(PostgresFailure) in
                 try PostgresConnection.open(
                     url: url, applicationName: "feedsync-notify", connectTimeout: options.connectTimeout,
-                    statementTimeout: options.statementTimeout, readOnlyByDefault: readOnly)
+                    statementTimeout: options.statementTimeout, readOnlyByDefault: readOnly,
+                    responseTimeout: options.responseTimeout)
             }
             notifier.start()
             self.notifier = notifier
@@ -102,20 +103,24 @@ public final class PostgresBackend: FeedBackend {
         pool = ConnectionPool(capacity: options.maximumConnections, waitLimit: options.poolTimeout) { () throws(PostgresFailure) in
             try PostgresConnection.open(
                 url: url, applicationName: "feedsync", connectTimeout: options.connectTimeout,
-                statementTimeout: options.statementTimeout, readOnlyByDefault: readOnly)
+                statementTimeout: options.statementTimeout, readOnlyByDefault: readOnly,
+                responseTimeout: options.responseTimeout)
         }
     }
 
     /// Opens one connection, mapping a failure to ``StorageError/connectionLost(location:reason:)``.
+    ///
+    /// - Parameter responseTimeout: the deadline of its round trips; by default `options.responseTimeout`.
     static func connect(
         url: String, location: String, options: PostgresOptions, statementTimeout: Duration?, readOnly: Bool,
-        applicationName: String = "feedsync"
+        applicationName: String = "feedsync", responseTimeout: Duration?? = nil
     ) throws(StorageError) -> PostgresConnection {
         try LibPQ.require(location: location)
         do {
             return try PostgresConnection.open(
                 url: url, applicationName: applicationName, connectTimeout: options.connectTimeout,
-                statementTimeout: statementTimeout, readOnlyByDefault: readOnly)
+                statementTimeout: statementTimeout, readOnlyByDefault: readOnly,
+                responseTimeout: responseTimeout ?? options.responseTimeout)
         } catch {
             throw error.storageError(location: location)
         }
@@ -360,10 +365,10 @@ public final class PostgresBackend: FeedBackend {
         let url = url
         let location = location
         let options = options
-        return try PostgresChangeWatch(location: location) { () throws(StorageError) in
+        return try PostgresChangeWatch(location: location, pool: pool) { () throws(StorageError) in
             try Self.connect(
                 url: url, location: location, options: options, statementTimeout: options.statementTimeout, readOnly: true,
-                applicationName: "feedsync")
+                applicationName: "feedsync", responseTimeout: .some(options.pingDeadline))
         }
     }
 

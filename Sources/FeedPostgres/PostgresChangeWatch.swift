@@ -21,6 +21,12 @@ internal import Foundation
 /// - A failed poll closes the connection and throws ``StorageError/connectionLost(location:reason:)`` (or the
 ///   mapped failure) once; the next poll connects and listens again. A connection lost while waiting makes the wait
 ///   return `.changed`, so that the poll reports the loss at once.
+/// - The head read is also the listening connection's ping: it runs at least every poll interval, with a short
+///   response deadline (``PostgresOptions/pingDeadline``), so a connection whose server vanished without a FIN or an
+///   RST (a partition, a dead host, a proxy whose far side is gone) is given up within seconds, not when the kernel
+///   gives up the socket. When the watch loses its connection it tells the backend's pool to close its idle
+///   connections (``ConnectionPool/discardIdle()``): they went through the same network, and a follower must not find them dead
+///   one by one, each after a full response timeout, once the network is back.
 ///
 /// `@unchecked Sendable`: `connection`, `lastSeen` and `isClosed` are only touched while `lock` is held (which
 /// ``wait(timeout:)`` holds while it sleeps); the pipe's descriptors only while `pipeLock` is held, or while `lock`
@@ -28,6 +34,8 @@ internal import Foundation
 final class PostgresChangeWatch: FeedChangeWatch, @unchecked Sendable {
     private let location: String
     private let connect: () throws(StorageError) -> PostgresConnection
+    /// The backend's pool, told to close its idle connections when the watch loses its own.
+    private let pool: ConnectionPool?
     private let lock = NSLock()
     private var connection: PostgresConnection?
     private var lastSeen: Int64?
@@ -40,8 +48,13 @@ final class PostgresChangeWatch: FeedChangeWatch, @unchecked Sendable {
     static let headSQL = "SELECT last_seq FROM event_log_head WHERE id = 1 /* feedsync change watch */"
 
     /// - Throws: ``StorageError/cannotOpen(path:reason:)`` when no wake pipe can be made (out of descriptors).
-    init(location: String, connect: @escaping () throws(StorageError) -> PostgresConnection) throws(StorageError) {
+    /// - Parameter pool: the pool whose idle connections close (``ConnectionPool/discardIdle()``, under the watch's
+    ///   lock) whenever the watch's connection could not be opened or failed.
+    init(
+        location: String, pool: ConnectionPool? = nil, connect: @escaping () throws(StorageError) -> PostgresConnection
+    ) throws(StorageError) {
         self.location = location
+        self.pool = pool
         self.connect = connect
         var descriptors: [Int32] = [-1, -1]
         guard pipe(&descriptors) == 0 else {
@@ -66,12 +79,18 @@ final class PostgresChangeWatch: FeedChangeWatch, @unchecked Sendable {
             if let open = self.connection {
                 connection = open
             } else {
-                connection = try connect()
+                do throws(StorageError) {
+                    connection = try connect()
+                } catch {
+                    pool?.discardIdle()
+                    throw error
+                }
                 do throws(PostgresFailure) {
                     // Before the head is read: a commit announced from now on is seen either way.
                     try connection.executeScript("LISTEN " + PostgresNotifier.channel)
                 } catch {
                     connection.close()
+                    pool?.discardIdle()
                     throw error.storageError(location: location)
                 }
                 self.connection = connection
@@ -84,6 +103,7 @@ final class PostgresChangeWatch: FeedChangeWatch, @unchecked Sendable {
                 if error.connectionBroken || connection.isBroken {
                     connection.close()
                     self.connection = nil
+                    pool?.discardIdle()
                 }
                 throw error.storageError(location: location)
             }

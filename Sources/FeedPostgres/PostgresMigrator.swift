@@ -102,6 +102,11 @@ public struct PostgresMigrator: Sendable {
     func migrate(_ connection: PostgresConnection, location: String, now: Date = Date()) throws(StorageError) -> [Int] {
         // Validate first without the lock: a current database is neither locked nor written.
         guard try !validate(connection, location: location).pending.isEmpty else { return [] }
+        // Waiting for another process's migration and running a migration's script may take as long as they take:
+        // no response deadline while the lock is wanted or held.
+        let responseTimeout = connection.responseTimeout
+        connection.responseTimeout = nil
+        defer { connection.responseTimeout = responseTimeout }
         do {
             try connection.execute("SELECT pg_advisory_lock($1)", [.integer(Self.advisoryLockKey)])
         } catch {

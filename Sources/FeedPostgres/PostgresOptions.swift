@@ -13,6 +13,13 @@ public struct PostgresOptions: Sendable, Hashable {
     /// The server's `statement_timeout` for every pooled connection: a statement running longer is cancelled and
     /// fails with ``StorageError/timedOut(_:)``. `nil` leaves the server's setting.
     public var statementTimeout: Duration?
+    /// How long the client waits for the server's answer to one round trip before it gives the connection up and
+    /// the call fails with ``StorageError/connectionLost(location:reason:)``: the bound on a command when the server
+    /// vanished without closing the connection (a network partition, a dead host, a proxy whose far side is gone),
+    /// which TCP keepalives cannot see through a proxy or a NAT. Keep it above ``statementTimeout``, so that a slow
+    /// statement gets the server's own cancel (``StorageError/timedOut(_:)``) first; the change watch's ping uses at
+    /// most 5 s of it. `nil` waits as long as the socket lives.
+    public var responseTimeout: Duration?
     /// How many times ``PostgresBackend/write(_:afterCommit:)`` runs a transaction that fails with a serialization
     /// failure (`40001`) or a deadlock (`40P01`) before it gives up with ``StorageError/busy(_:)``.
     public var retryLimit: Int
@@ -29,18 +36,28 @@ public struct PostgresOptions: Sendable, Hashable {
     /// processes' batches still can, and are retried): for comparison, or while investigating the function.
     public var likeBatches: Bool
 
-    /// Options with FeedSync's defaults: 10 connections, 30 s statement timeout, 5 attempts, 10 s to connect, 30 s
-    /// to wait for a connection, like batches in one statement.
+    /// Options with FeedSync's defaults: 10 connections, 15 s statement timeout, 20 s response timeout, 5 attempts,
+    /// 10 s to connect, 30 s to wait for a connection, like batches in one statement.
     public init(
-        maximumConnections: Int = 10, statementTimeout: Duration? = .seconds(30), retryLimit: Int = 5,
-        connectTimeout: Duration = .seconds(10), poolTimeout: Duration = .seconds(30), likeBatches: Bool = true
+        maximumConnections: Int = 10, statementTimeout: Duration? = .seconds(15), responseTimeout: Duration? = .seconds(20),
+        retryLimit: Int = 5, connectTimeout: Duration = .seconds(10), poolTimeout: Duration = .seconds(30),
+        likeBatches: Bool = true
     ) {
         self.maximumConnections = maximumConnections
         self.statementTimeout = statementTimeout
+        self.responseTimeout = responseTimeout
         self.retryLimit = retryLimit
         self.connectTimeout = connectTimeout
         self.poolTimeout = poolTimeout
         self.likeBatches = likeBatches
+    }
+}
+
+extension PostgresOptions {
+    /// The deadline of the change watch's ping (its read of the log head): at most 5 s, so that a listening connection
+    /// that went silent is replaced long before a command would give up.
+    var pingDeadline: Duration? {
+        responseTimeout.map { min($0, .seconds(5)) }
     }
 }
 

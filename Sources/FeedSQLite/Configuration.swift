@@ -58,6 +58,22 @@ public struct Configuration: Sendable {
     /// checkpoints into the file what other connections committed, as every closing writer does. A file it cannot
     /// open read-write is still read. Ignored unless ``readOnly``; off by default.
     public var removesWALFilesOnClose = false
+    /// For a read-only database file with no write-ahead log to read (no `-wal` file or an empty one, no `-journal`):
+    /// open it with SQLite's `immutable=1` when this process cannot write it or its directory, or when the usual
+    /// opening fails to create or grow the `-wal` or `-shm` file (a read-only directory, a full disk). Ignored unless
+    /// ``readOnly``; off by default.
+    ///
+    /// Reading a WAL database needs its `-shm` file, which a read-only directory cannot hold and a full disk has no
+    /// room for; where SQLite can create it for a process that cannot write the database, it takes the database's
+    /// read-only mode and stays behind, and a later writer fails on it. An immutable connection creates no file,
+    /// takes no lock and opens the database `O_RDONLY`, so it cannot change it; without a log the database file holds
+    /// every commit (a missing or empty `-wal` holds no frame), so what it reads is complete. What it gives up: a
+    /// writer that starts while the connection is open is not seen, and that writer's checkpoint may make a read
+    /// fail — so it suits reads that end soon; a reader that follows later commits must leave it off.
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/uri.html#uriimmutable>,
+    /// <https://www.sqlite.org/wal.html#readonly>
+    public var immutableWhenUnwritable = false
     /// The largest number of concurrent reader connections a ``Database`` opens.
     public var maximumReaderCount = 4
     /// The page cache of each connection in KiB (`PRAGMA cache_size = -N`); `nil` keeps SQLite's default (2,000 KiB).

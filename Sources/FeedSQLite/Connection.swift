@@ -75,28 +75,39 @@ public final class Connection {
         case readOnly
         /// `SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE`; a missing file is created with mode 0600.
         case readWrite
-        /// `SQLITE_OPEN_READWRITE` without create: a missing file is `SQLITE_CANTOPEN`, a write-protected one is
-        /// opened read-only by SQLite.
+        /// `SQLITE_OPEN_READWRITE` without create: a missing file is `SQLITE_CANTOPEN`.
         case readWriteExisting
+        /// `SQLITE_OPEN_READONLY` with the `immutable=1` URI parameter: no locks, no `-wal` or `-shm` file, and any
+        /// write-ahead log ignored. Only for a file with none to read (see ``Database``'s read-only opening).
+        ///
+        /// Related SQLite documentation: <https://www.sqlite.org/uri.html#uriimmutable>
+        case immutable
     }
 
     /// Opens a connection and sets it up without writing anything: busy policy, `foreign_keys`, a read of the
     /// schema (which surfaces `SQLITE_NOTADB`) and the cache size. ``prepareForWriting(configuration:)`` does the
     /// rest for a writer.
+    ///
+    /// A read-write access refuses with `SQLITE_READONLY`, before `sqlite3_open_v2`, an existing file this process
+    /// cannot write (see ``writeRefusal(path:)``).
     init(location: Location, access: Access, configuration: Configuration) throws(SQLiteError) {
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         switch access {
         case .readOnly: flags |= SQLITE_OPEN_READONLY
         case .readWrite: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
         case .readWriteExisting: flags |= SQLITE_OPEN_READWRITE
+        case .immutable: flags |= SQLITE_OPEN_READONLY | SQLITE_OPEN_URI
         }
         let path: String
         let shownPath: String
         switch location {
         case .file(let filePath):
-            path = Connection.literalFilename(filePath)
+            path = access == .immutable ? Connection.immutableURI(path: filePath) : Connection.literalFilename(filePath)
             shownPath = filePath
             if access == .readWrite { Connection.createOwnerOnlyFileIfMissing(path) }
+            if access == .readWrite || access == .readWriteExisting, let reason = Connection.writeRefusal(path: path) {
+                throw SQLiteError(code: .readOnly, message: "cannot write \(shownPath): \(reason)")
+            }
         case .inMemory:
             path = ":memory:"
             shownPath = path
@@ -113,7 +124,7 @@ public final class Connection {
         }
         self.handle = pointer
         self.location = location
-        self.isReadOnly = access == .readOnly
+        self.isReadOnly = access == .readOnly || access == .immutable
         sqlite3_extended_result_codes(pointer, 1)
         do {
             try setUp(configuration: configuration)
@@ -387,21 +398,6 @@ public final class Connection {
 
     func checkAccess() {
         precondition(isAccessible, "API Violation: a database connection was used outside the closure it was handed to")
-    }
-
-    /// The name to hand to `sqlite3_open_v2` for the file at `path`: a relative path gets a `./` prefix, so that
-    /// SQLite never reads it as a URI (`file:…`, which this build's SQLite honours even without
-    /// `SQLITE_OPEN_URI`) or as `:memory:`, and an empty path becomes `./`, which cannot be opened, instead of
-    /// SQLite's private temporary database.
-    static func literalFilename(_ path: String) -> String {
-        path.hasPrefix("/") ? path : "./" + path
-    }
-
-    /// Creates `path` with mode 0600 if it does not exist, so SQLite (and its -wal/-shm files) inherit owner-only
-    /// permissions. Failures are left for `sqlite3_open_v2` to report.
-    private static func createOwnerOnlyFileIfMissing(_ path: String) {
-        let descriptor = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
-        if descriptor >= 0 { Glibc.close(descriptor) }
     }
 }
 

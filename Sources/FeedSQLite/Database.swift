@@ -95,28 +95,15 @@ public final class Database: Sendable {
         case .file:
             readerCount = max(1, configuration.maximumReaderCount)
         }
-        readers = ReaderPool(location: location, configuration: configuration, capacity: readerCount)
         if configuration.readOnly {
             writer = nil
             checkpointer = nil
-            // The keeper never writes; it only lets `close()` tidy up as the last connection. It is optional: a
-            // file it cannot open read-write is still read.
-            keeper =
-                configuration.removesWALFilesOnClose
-                ? (try? Connection(location: location, access: .readWriteExisting, configuration: configuration))
-                    .map(SerializedConnection.init) : nil
-            do {
-                // Validating on a reader also opens one now, so that a bad path fails here, not on the first read.
-                if let keeper {
-                    try keeper.withConnection(validate)
-                } else {
-                    try readers.withReader(validate)
-                }
-            } catch {
-                close()
-                throw error
-            }
+            let opened = try Self.openReadOnly(
+                location: location, configuration: configuration, capacity: readerCount, validate: validate)
+            keeper = opened.keeper
+            readers = opened.readers
         } else {
+            readers = ReaderPool(location: location, configuration: configuration, capacity: readerCount)
             keeper = nil
             var checkpointer: Checkpointer?
             if case .file = location, case .background(let pages, let limit) = configuration.checkpointPolicy {
@@ -141,6 +128,54 @@ public final class Database: Sendable {
             self.checkpointer = checkpointer
             writer = SerializedConnection(connection)
         }
+    }
+
+    /// Opens and validates the connections of a read-only database: the readers, and the keeper with
+    /// ``Configuration/removesWALFilesOnClose``. With ``Configuration/immutableWhenUnwritable``, a file with no log to
+    /// read is opened immutable instead — at once when this process cannot write it or its directory, or after the
+    /// usual opening failed to create or grow the `-wal` or `-shm` file (`SQLITE_CANTOPEN`, `SQLITE_READONLY`,
+    /// `SQLITE_FULL` or `SQLITE_IOERR`, such as `SQLITE_IOERR_SHMSIZE` on a full disk).
+    private static func openReadOnly(
+        location: Connection.Location, configuration: Configuration, capacity: Int, validate: (Connection) throws -> Void
+    ) throws -> (keeper: SerializedConnection?, readers: ReaderPool) {
+        let immutablePath: String? =
+            if case .file(let path) = location, configuration.immutableWhenUnwritable { path } else { nil }
+        let opensImmutable =
+            immutablePath.map { path in Connection.hasNoLogToRead(path: path) && Connection.writeRefusal(path: path) != nil }
+            ?? false
+        if !opensImmutable {
+            let readers = ReaderPool(location: location, configuration: configuration, capacity: capacity)
+            // The keeper never writes; it only lets `close()` tidy up as the last connection. It is optional: a
+            // file it cannot open read-write is still read.
+            let keeper =
+                configuration.removesWALFilesOnClose
+                ? (try? Connection(location: location, access: .readWriteExisting, configuration: configuration))
+                    .map(SerializedConnection.init) : nil
+            do {
+                // Validating on a reader also opens one now, so that a bad path fails here, not on the first read.
+                if let keeper {
+                    try keeper.withConnection(validate)
+                } else {
+                    try readers.withReader(validate)
+                }
+                return (keeper, readers)
+            } catch {
+                readers.close()
+                keeper?.close()
+                guard let immutablePath, let failure = error as? SQLiteError,
+                    [ResultCode.cannotOpen, .readOnly, .full, .ioError].contains(where: { $0 ~= failure.code }),
+                    Connection.hasNoLogToRead(path: immutablePath)
+                else { throw error }
+            }
+        }
+        let readers = ReaderPool(location: location, configuration: configuration, capacity: capacity, access: .immutable)
+        do {
+            try readers.withReader(validate)
+        } catch {
+            readers.close()
+            throw error
+        }
+        return (nil, readers)
     }
 
     deinit {

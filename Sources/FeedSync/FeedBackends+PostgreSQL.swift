@@ -10,6 +10,7 @@
             var postgres = PostgresOptions()
             postgres.maximumConnections = options.maximumConnections
             postgres.statementTimeout = options.statementTimeout
+            postgres.responseTimeout = options.responseTimeout
             let mode: PostgresOpenMode =
                 switch options.mode {
                 case .migrate: .migrate

@@ -47,6 +47,7 @@ public enum FeedBackends {
                 var configuration = Configuration()
                 configuration.busyMode = .timeout(options.busyTimeout)
                 configuration.removesWALFilesOnClose = options.removesWALFilesOnClose
+                configuration.immutableWhenUnwritable = options.immutableWhenUnwritable
                 if !options.backgroundCheckpoints { configuration.checkpointPolicy = .inline(pages: 1_000) }
                 let mode: FeedStore.OpenMode =
                     switch options.mode {

@@ -15,12 +15,24 @@ public struct FeedOpenOptions: Sendable, Hashable {
     /// How long a write waits for another connection's lock before failing as busy (SQLite's busy timeout);
     /// 5 seconds by default.
     public var busyTimeout: Duration = .seconds(5)
-    /// The longest a statement may run before the server cancels it (PostgreSQL); 30 seconds by default.
-    public var statementTimeout: Duration = .seconds(30)
+    /// The longest a statement may run before the server cancels it (PostgreSQL); 15 seconds by default.
+    public var statementTimeout: Duration = .seconds(15)
+    /// How long a PostgreSQL client waits for the server's answer to one round trip before it closes the connection
+    /// and the call fails with `connectionLost` (PostgreSQL); 20 seconds by default. It bounds a command when the
+    /// server vanished without closing the connection — a partition, a dead host, a proxy whose far side is gone —
+    /// which TCP keepalives cannot see through a proxy or a NAT. Keep it above ``statementTimeout``, so that a slow
+    /// statement is cancelled by the server first. `nil` waits as long as the socket lives. See
+    /// `Docs/Reliability.md`.
+    public var responseTimeout: Duration? = .seconds(20)
     /// The most connections a process opens to a PostgreSQL server; 10 by default.
     public var maximumConnections = 10
     /// SQLite: remove the `-wal` and `-shm` files a read-only open created when the last connection closes.
     public var removesWALFilesOnClose = false
+    /// SQLite, read-only modes: read a database file that has no write-ahead log to read as immutable (SQLite's
+    /// `immutable=1`: no `-wal` or `-shm` file created, no lock taken) when this process cannot write the file or its
+    /// directory, or when the disk has no room for the `-shm` file. For reads that end soon: such a reader never sees
+    /// later commits, so one that follows changes leaves it off. See `Configuration.immutableWhenUnwritable`.
+    public var immutableWhenUnwritable = false
     /// SQLite: checkpoint the write-ahead log on a background thread, so that no commit waits for a checkpoint (the
     /// default), or, when `false`, inside the commit that fills it past 1,000 pages as SQLite does by itself. See
     /// `Configuration.checkpointPolicy` and `Docs/Storage.md` ("Checkpoints").

@@ -11,13 +11,15 @@ import Foundation
 ///   final line
 ///   `done K count C changed H unchanged U posts P refused R unexpected E` and exits 1 when E > 0 (a valid command
 ///   failed, or an invalid one succeeded or failed in the wrong way; each is described on stderr).
-/// - `agent-acks --db LOCATION --seed K --users A-B [--posts 50] [--count 0] [--rate 0]`: runs random like / unlike /
+/// - `agent-acks --db LOCATION --seed K --users A-B [--posts 50] [--count 0] [--rate 0] [--response-timeout MS]`:
+///   runs random like / unlike /
 ///   toggle commands by users `userA`…`userB` (about 3 % `createPost`) until killed, or `count` commands when
 ///   `count > 0`, at most `rate` per second when `rate > 0`. After each command returns it prints and flushes
 ///   one line: `ack SEQ KIND USER POST` for a change (KIND `liked`, `unliked`), `ack 0 none USER POST` for a
 ///   command that changed nothing, `post ID USER` for a created post. A failed command prints
 ///   `error CATEGORY CASE` (category `data`, `database` or `busy`; the case name only, never a description) and the
-///   agent goes on; with `--stop-on-error 1` it exits 1 instead.
+///   agent goes on; with `--stop-on-error 1` it exits 1 instead. `--response-timeout` replaces the library's 20 s
+///   PostgreSQL response timeout (network fault tests).
 enum FaultAgents {
     /// Runs the agent named by `args.command` (`agent-random` or `agent-acks`).
     static func run(_ args: Arguments) throws {
@@ -127,13 +129,16 @@ enum FaultAgents {
         let count = try args.int("count", 0)
         let rate = try args.int("rate", 0)
         let stopOnError = try args.int("stop-on-error", 0) != 0
+        let responseTimeout = try args.int("response-timeout", 0)
         try args.finish()
         guard !location.isEmpty else { throw BenchError("agent-acks needs --db LOCATION") }
         let bounds = userRange.split(separator: "-").compactMap { Int($0) }
         guard bounds.count == 2, bounds[0] >= 1, bounds[0] <= bounds[1], posts > 0 else {
             throw BenchError("agent-acks needs --users A-B (1 <= A <= B) and --posts 1 or more")
         }
-        let service = try FeedService(location: location)
+        var options = FeedOpenOptions()
+        if responseTimeout > 0 { options.responseTimeout = .milliseconds(responseTimeout) }
+        let service = try FeedService(location: location, options: options)
         var random = BenchRandom(seed: UInt64(seed) &* 104_729 &+ UInt64(getpid()))
         let interval = rate > 0 ? 1_000_000_000 / UInt64(rate) : 0
         let start = monotonicNanos()

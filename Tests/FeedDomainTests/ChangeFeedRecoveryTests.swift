@@ -74,4 +74,36 @@ import Testing
         #expect(seqs == Array((seeded + 1)...last), "each seq once, in order")
         #expect(feed.isRunning)
     }
+
+    /// A live durable subscriber whose pass fails (its handler throws once, as a lost connection would make it) applies
+    /// the event on a retry of its own, with no later commit to schedule another pass.
+    @Test(arguments: TestBackend.allCases)
+    func aDurableSubscriberRetriesAFailedPassWithoutALaterCommit(on backend: TestBackend) throws {
+        let dir = TemporaryDirectory()
+        guard let service = try makeService(in: dir, on: backend) else { return }
+        try service.executeSQL("CREATE TABLE recovered (seq BIGINT PRIMARY KEY)")
+        let failures = Box(1)
+        struct Injected: Error {}
+        let subscriber = DurableSubscriber(
+            name: "recovering", service: service, batchSize: 10,
+            delivery: .transactional { event, tx in
+                let fail =
+                    event.kind == .liked
+                    && failures.withLock { left in
+                        defer { left = max(0, left - 1) }
+                        return left > 0
+                    }
+                if fail { throw Injected() }
+                try tx.run("INSERT INTO recovered (seq) VALUES (?)", event.seq)
+            })
+        let signals = Recorder(subscriber.signals)
+        try subscriber.start()
+        defer { subscriber.stop() }
+        let seq = try #require(try service.like(userID: "user2", postID: "post1").seq)
+        let caughtUp = signals.wait(seconds: 20) { $0.contains { if case .caughtUp(let through) = $0 { through >= seq } else { false } } }
+        #expect(caughtUp, "signals: \(signals.values)")
+        #expect(signals.values.contains { if case .failed = $0 { true } else { false } }, "the pass failed once")
+        let applied = try service.firstColumn("SELECT seq FROM recovered ORDER BY seq").compactMap(\.integer)
+        #expect(applied.last == seq && Set(applied).count == applied.count, "applied: \(applied)")
+    }
 }

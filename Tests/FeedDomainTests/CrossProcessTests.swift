@@ -19,9 +19,13 @@ final class Child: @unchecked Sendable {
     /// Signalled by the reading thread at end of file, once every line of the output is in `lines`.
     private let outputEnded = DispatchSemaphore(value: 0)
 
-    init(_ executable: String, _ arguments: [String]) throws {
+    /// Starts `executable` with `arguments`; `environment` entries are added to this process's environment.
+    init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        }
         process.standardInput = input
         process.standardOutput = output
         process.standardError = FileHandle.standardError

@@ -51,7 +51,8 @@ struct CLIError: Error, Sendable, Hashable {
         case .cannotOpen(let path, let reason):
             "cannot open database \(FeedError.quoted(path)): \(reason). Check the path and its permissions, or pass --db."
         case .readOnly(let path):
-            "database \(FeedError.quoted(path)) is read-only. Check the file's and its directory's permissions, or pass --db."
+            "cannot write database \(FeedError.quoted(path)): it is read-only for this user (the permissions of the file "
+                + "or its directory, or a read-only file system); nothing was written. Check them, or pass --db."
         case .corrupt(let path):
             "database \(FeedError.quoted(path)) is damaged (SQLite reports it malformed). Restore it from a backup, or pass --db."
         case .ioError(let path, let code):

@@ -27,17 +27,14 @@ struct CommandContext: Sendable {
     /// Every way of opening checks the schema version before anything writes to the file, so a database newer
     /// than this binary is refused unchanged (even its journal mode).
     ///
-    /// - Parameter create: create (and migrate) a missing file; otherwise a missing file is an error that points
-    ///   to `feedsync init`.
-    func openService(create: Bool) throws(CLIError) -> FeedService {
+    /// - Parameters:
+    ///   - create: create (and migrate) a missing file; otherwise a missing file is an error that points to
+    ///     `feedsync init`.
+    ///   - follows: the command goes on reading later commits (`events --follow`, `watch`); see
+    ///     ``openBackend(mode:follows:)``.
+    func openService(create: Bool, follows: Bool = false) throws(CLIError) -> FeedService {
         if !create, databaseUse == .reads || databaseUse == .inspects {
-            let backend = try openBackend(mode: .readCurrent)
-            do {
-                return try FeedService(backend: backend)
-            } catch {
-                backend.close()
-                throw CLIError(error)
-            }
+            return try openReadOnlyService(follows: follows)
         }
         if case .sqliteFile(let path) = settings.location {
             if !create { try requireDatabaseFile() }
@@ -58,14 +55,47 @@ struct CommandContext: Sendable {
         }
     }
 
+    /// Opens the database for `check`, which reads: as ``openService(create:follows:)`` with `create`, except that
+    /// an existing SQLite file this process cannot write — permissions, a read-only directory or file system, a full
+    /// disk — is opened read-only, as the commands that only read open it, instead of failing.
+    func openServiceForCheck() throws(CLIError) -> FeedService {
+        guard case .sqliteFile(let path) = settings.location, FileManager.default.fileExists(atPath: path) else {
+            return try openService(create: true)
+        }
+        do {
+            return try FeedService(location: settings.location, options: openOptions)
+        } catch .storage(.readOnly), .storage(.diskFull), .storage(.ioError) {
+            return try openReadOnlyService(follows: false)
+        } catch {
+            throw CLIError(error)
+        }
+    }
+
+    /// Opens the existing database read-only (``FeedOpenOptions/Mode/readCurrent``) as a service.
+    private func openReadOnlyService(follows: Bool) throws(CLIError) -> FeedService {
+        let backend = try openBackend(mode: .readCurrent, follows: follows)
+        do {
+            return try FeedService(backend: backend)
+        } catch {
+            backend.close()
+            throw CLIError(error)
+        }
+    }
+
     /// Opens the existing database read-only, writing nothing: ``FeedOpenOptions/Mode/readCurrent`` (the schema
     /// must be current) or ``FeedOpenOptions/Mode/inspect`` (any version up to this binary's).
-    func openBackend(mode: FeedOpenOptions.Mode) throws(CLIError) -> any FeedBackend {
+    ///
+    /// A SQLite file with no write-ahead log to read that this process cannot write (or whose directory it cannot),
+    /// or that has no room for its `-shm` file on a full disk, is read as immutable, creating no file; not when the
+    /// command `follows` later commits, which an immutable reader never sees
+    /// (``FeedOpenOptions/immutableWhenUnwritable``).
+    func openBackend(mode: FeedOpenOptions.Mode, follows: Bool = false) throws(CLIError) -> any FeedBackend {
         if case .sqliteFile = settings.location { try requireDatabaseFile() }
         var options = openOptions
         options.mode = mode
         // Reading a WAL database creates its -wal and -shm files; let closing remove them again.
         options.removesWALFilesOnClose = true
+        options.immutableWhenUnwritable = !follows
         do {
             return try FeedBackends.open(settings.location, options: options)
         } catch .storage(.migrationsPending(let databaseVersion, let binaryVersion)) {
@@ -88,11 +118,15 @@ struct CommandContext: Sendable {
         }
     }
 
-    /// The open options: the default 5 s busy timeout, or `FEEDSYNC_BUSY_TIMEOUT_MS`.
+    /// The open options: the default 5 s busy timeout, or `FEEDSYNC_BUSY_TIMEOUT_MS`; the default 20 s PostgreSQL
+    /// response timeout, or `FEEDSYNC_RESPONSE_TIMEOUT_MS` (0 waits as long as the connection lives).
     var openOptions: FeedOpenOptions {
         var options = FeedOpenOptions()
         if let text = environment["FEEDSYNC_BUSY_TIMEOUT_MS"], let millis = Int(text), millis >= 0 {
             options.busyTimeout = .milliseconds(millis)
+        }
+        if let text = environment["FEEDSYNC_RESPONSE_TIMEOUT_MS"], let millis = Int(text), millis >= 0 {
+            options.responseTimeout = millis == 0 ? nil : .milliseconds(millis)
         }
         return options
     }

@@ -73,7 +73,7 @@ extension CommandRunner {
 
     /// `check`: 0 when every invariant holds, 1 listing each violation.
     func check() throws(CLIError) -> ExitCode {
-        let service = try context.openService(create: true)
+        let service = try context.openServiceForCheck()
         defer { service.close() }  // on SQLite the last connection to close checkpoints the WAL
         let violations = try attempt { () throws(FeedError) in try service.check() }
         if json {

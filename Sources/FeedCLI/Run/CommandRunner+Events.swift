@@ -4,7 +4,7 @@ extension CommandRunner {
     /// `events [--since SEQ] [--limit N] [--follow]`: the log after `since`; with `--follow`, then every new event
     /// from any process until Ctrl-C (or until `--limit` events in all were printed).
     func events(_ command: EventsCommand) async throws(CLIError) -> ExitCode {
-        let service = try context.openService(create: false)
+        let service = try context.openService(create: false, follows: command.follow)
         defer { service.close() }  // on SQLite the last connection to close checkpoints the WAL
         if command.follow { return try await follow(command, service: service) }
         let events = try attempt { () throws(FeedError) in try service.events(after: command.since, limit: command.limit) }

@@ -5,7 +5,7 @@ extension CommandRunner {
     /// screen is cleared and redrawn; into a pipe each new frame follows a blank line, flushed at once. A deleted or
     /// replaced database file ends it with status 74.
     func watch(_ command: FeedCommand) async throws(CLIError) -> ExitCode {
-        let service = try context.openService(create: false)
+        let service = try context.openService(create: false, follows: true)
         defer { service.close() }  // on SQLite the last connection to close checkpoints the WAL
         let viewer = context.settings.userID
         if let viewer { _ = try attempt { () throws(FeedError) in try service.feedPage(viewerID: viewer, limit: 1) } }

@@ -1,5 +1,11 @@
 internal import FeedSync
 
+#if canImport(Glibc)
+    internal import Glibc
+#elseif canImport(Darwin)
+    internal import Darwin
+#endif
+
 /// The `feedsync` command: parses the arguments, runs the command and returns the exit status.
 ///
 /// `main.swift` only forwards to ``run(arguments:environment:)``:
@@ -44,6 +50,10 @@ public enum FeedSyncCLI {
     /// install build) hands a command on a `postgresql://` location to `feedsync-postgres` (see `PostgresHandOff`),
     /// replacing this process.
     public static func run(rawArguments: [String?], environment: [String: String]? = nil) async -> Int32 {
+        // Past a file size limit (RLIMIT_FSIZE, `ulimit -f`) a write raises SIGXFSZ, which would end the process with
+        // no message; ignored, the write fails with EFBIG instead, SQLite rolls the transaction back, and the
+        // command reports it in one line (status 74). https://pubs.opengroup.org/onlinepubs/9799919799/functions/write.html
+        signal(SIGXFSZ, SIG_IGN)
         if let index = rawArguments.firstIndex(where: { $0 == nil }) {
             Console().error("Error: argument \(index + 1) is not valid UTF-8 text. Pass ids and text as UTF-8.")
             return ExitCode.data.rawValue

@@ -16,7 +16,10 @@ internal import Foundation
 /// rising to 8 ms, about 15 ms in all) before it goes back to the long timer.
 ///
 /// Errors never stop the feed: a `SQLITE_BUSY`, a locked database or an I/O error is reported on ``errors`` and
-/// retried with exponential backoff (up to ``Options/maximumBackoff``). The one exception is a database file that
+/// retried with exponential backoff (up to ``Options/maximumBackoff``), and a pass that failed anywhere makes the next
+/// one read the log whatever the watch says, so a change seen before the failure is published without waiting for a
+/// later commit. On PostgreSQL the watch's connection is pinged with a short deadline, so a connection whose server
+/// vanished (a partition) is replaced within seconds (`Docs/Reliability.md`). The one exception is a database file that
 /// was deleted or replaced (its device or inode changed): the feed reports ``FeedError/databaseReplaced(path:)``
 /// once on ``errors`` and stops, since it would otherwise keep reading the old file forever.
 ///

@@ -168,6 +168,8 @@ public final class DurableSubscriber: Sendable {
             var stopEpoch: UInt64 = 0
             /// The thread running a pass now, to recognise calls made from inside it.
             var passThread: pthread_t?
+            /// The pause before the next retry of a failed live pass; zero after a pass that succeeded.
+            var retryDelay: Duration = .zero
         }
 
         /// Why a pass ends a transaction without a full batch.
@@ -287,9 +289,29 @@ public final class DurableSubscriber: Sendable {
             queue.async { [self] in
                 do {
                     _ = try pass(scheduled: true)
+                    live.withLock { $0.retryDelay = .zero }
                 } catch {
                     signals.send(.failed(FeedError.wrap(error, value: name)))
+                    retryAfterFailure()
                 }
+            }
+        }
+
+        /// After a failed live pass (a lost connection, a busy database, a failing handler), runs another one after
+        /// a pause that doubles from 10 ms up to 2 s, for as long as the subscriber follows live changes. The event
+        /// that scheduled the failed pass is still unapplied: waiting for the next commit to retry would leave it so
+        /// in a quiet system.
+        private func retryAfterFailure() {
+            let delay = live.withLock { state -> Duration? in
+                guard state.subscription != nil else { return nil }
+                state.retryDelay = min(max(state.retryDelay * 2, .milliseconds(10)), .seconds(2))
+                return state.retryDelay
+            }
+            guard let delay else { return }
+            let (seconds, attoseconds) = delay.components
+            let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+            queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
+                self?.schedulePass(liveOnly: true)
             }
         }
 

@@ -3,9 +3,16 @@ internal import Foundation
 
 /// Up to `capacity` connections to one server, opened on first need and handed out one per call.
 ///
-/// A connection that comes back broken (or still inside a transaction) is closed; since a lost connection usually
-/// means the server restarted or the network failed, the idle ones are closed with it, so the next call opens a
-/// fresh connection instead of finding another dead one.
+/// Broken connections never reach a caller twice:
+/// - An idle connection is looked at before it is handed out: a socket that became readable while idle (the server
+///   closed it — a restart, a reset — or sent its last words) is read without blocking, and a connection libpq then
+///   finds broken is closed instead of handed out.
+/// - A connection that comes back broken (or still inside a transaction) is closed; since a lost connection usually
+///   means the server restarted or the network failed, the idle ones are closed with it, so the next call opens a
+///   fresh connection instead of finding another dead one. ``discardIdle()`` does the same for the change watch.
+/// - A call whose first round trip on a reused connection failed because the connection was gone — the server
+///   answered nothing of the call, so nothing of it ran — runs once more on a new connection. A call that got any
+///   answer, or whose connection went silent (the response timeout), is not repeated.
 ///
 /// `@unchecked Sendable`: `idle`, `openCount` and `isClosed` are only touched while `condition` (an `NSCondition`,
 /// which is its own lock) is held; a connection taken out of `idle` is used by exactly one thread until it is
@@ -27,10 +34,29 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     /// Runs `body` with a connection of the pool, opening one when none is idle and fewer than `capacity` are open.
+    ///
+    /// `body` may run twice: when its first round trip on a reused connection found the connection gone (nothing of
+    /// it reached the server), it runs again on a new connection.
     func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
-        let connection = try checkOut()
-        defer { checkIn(connection) }
-        return try body(connection)
+        var retried = false
+        while true {
+            let (connection, reused) = try checkOut()
+            let answered = connection.answeredRoundTrips
+            let value: T
+            do {
+                value = try body(connection)
+            } catch {
+                let unanswered = connection.isBroken && !connection.gaveUpWaiting && connection.answeredRoundTrips == answered
+                checkIn(connection)
+                if reused, unanswered, !retried {
+                    retried = true
+                    continue
+                }
+                throw error
+            }
+            checkIn(connection)
+            return value
+        }
     }
 
     private enum Grant {
@@ -38,7 +64,17 @@ final class ConnectionPool: @unchecked Sendable {
         case open
     }
 
-    private func checkOut() throws -> PostgresConnection {
+    /// A connection for one call, and whether it was idle in the pool (rather than opened for this call).
+    private func checkOut() throws -> (PostgresConnection, reused: Bool) {
+        while true {
+            let (connection, reused) = try checkOutOnce()
+            if !reused || !connection.isGoneWhileIdle() { return (connection, reused) }
+            connection.close()
+            release(count: 1)
+        }
+    }
+
+    private func checkOutOnce() throws -> (PostgresConnection, reused: Bool) {
         let deadline = Date(timeIntervalSinceNow: Double(waitLimit.components.seconds) + Double(waitLimit.components.attoseconds) / 1e18)
         let grant: Grant = try {
             condition.lock()
@@ -54,10 +90,10 @@ final class ConnectionPool: @unchecked Sendable {
             }
         }()
         switch grant {
-        case .reuse(let connection): return connection
+        case .reuse(let connection): return (connection, true)
         case .open:
             do {
-                return try connect()
+                return (try connect(), false)
             } catch {
                 release(count: 1)
                 throw error
@@ -93,6 +129,17 @@ final class ConnectionPool: @unchecked Sendable {
             openCount -= count
             condition.broadcast()
         }
+    }
+
+    /// Closes the idle connections (the change watch lost its own: they went through the same network); connections
+    /// in use are looked at when they come back.
+    func discardIdle() {
+        let stale: [PostgresConnection] = condition.withLock {
+            defer { idle.removeAll() }
+            return idle
+        }
+        stale.forEach { $0.close() }
+        if !stale.isEmpty { release(count: stale.count) }
     }
 
     /// Closes the idle connections and refuses later check-outs; checked-out connections close when they come back.

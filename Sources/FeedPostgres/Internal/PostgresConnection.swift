@@ -22,10 +22,14 @@ struct PostgresFailure: Error {
     let connectionBroken: Bool
     /// Whether the failure was found before anything was sent (so an open transaction is not aborted by it).
     let beforeSending: Bool
+    /// Whether the client gave up waiting for the server's answer (the connection's response timeout passed) and
+    /// closed the connection: the peer may be gone without a trace (a partition, a dead host), so an immediate
+    /// retry would likely wait as long again.
+    let noAnswer: Bool
 
     init(
         sqlState: String?, message: String, constraint: String? = nil, table: String? = nil, sql: String? = nil,
-        connectionBroken: Bool, beforeSending: Bool = false
+        connectionBroken: Bool, beforeSending: Bool = false, noAnswer: Bool = false
     ) {
         self.sqlState = sqlState
         self.message = message
@@ -34,6 +38,7 @@ struct PostgresFailure: Error {
         self.sql = sql
         self.connectionBroken = connectionBroken
         self.beforeSending = beforeSending
+        self.noAnswer = noAnswer
     }
 
     /// The failure as a backend-neutral database failure.
@@ -48,11 +53,23 @@ struct PostgresFailure: Error {
 /// One libpq connection (`PGconn`), used by one thread at a time.
 ///
 /// Statements go through ``execute(_:_:prepared:)``: fixed queries are prepared once per connection
-/// (`PQprepare`/`PQexecPrepared`), other SQL runs with `PQexecParams`; every value is a bound parameter. Results are
-/// in text format unless a caller asks for binary ones (the feed page statements).
+/// (`PQsendPrepare`/`PQsendQueryPrepared`), other SQL runs with `PQsendQueryParams`; every value is a bound
+/// parameter. Results are in text format unless a caller asks for binary ones (the feed page statements).
+///
+/// Every round trip has a deadline, ``responseTimeout``: the connection waits for the server's answer in `poll(2)`
+/// and, when none came in time, closes itself and fails with ``PostgresFailure/noAnswer``. TCP keepalives cannot
+/// see a peer that vanished behind a proxy, a NAT or a load balancer (the local end keeps acknowledging while
+/// nothing reaches the server), and libpq's blocking calls would wait for as long as the kernel keeps the socket.
 final class PostgresConnection {
     /// The `PGconn *`; `nil` once closed.
     private var handle: OpaquePointer?
+    /// The longest wait for the server's answer to one round trip; `nil` waits as long as the socket lives.
+    var responseTimeout: Duration?
+    /// Round trips the server answered (with rows, a status or an error of its own); not counted: failures of the
+    /// connection itself. The pool compares it before and after a call to tell whether the server saw any of it.
+    private(set) var answeredRoundTrips = 0
+    /// Whether the connection was closed because the server did not answer within ``responseTimeout``.
+    private(set) var gaveUpWaiting = false
     /// Prepared statement names by SQL text.
     private var prepared: [String: String] = [:]
     /// The statements prepared last, looked up by where their text is stored before `prepared` hashes the whole text
@@ -61,23 +78,27 @@ final class PostgresConnection {
     /// Strings that must never appear in a message (the password, raw and percent-encoded).
     private let secrets: [String]
 
-    private init(handle: OpaquePointer, secrets: [String]) {
+    private init(handle: OpaquePointer, secrets: [String], responseTimeout: Duration?) {
         self.handle = handle
         self.secrets = secrets
+        self.responseTimeout = responseTimeout
     }
 
     deinit { close() }
 
     /// Opens a connection to the libpq URI `url`.
     ///
-    /// The URI's own parameters (host, TLS `sslmode`, `.pgpass`, …) are libpq's; `connect_timeout` applies unless the
-    /// URI sets one, and `application_name` and `client_encoding` are always FeedSync's. After connecting it sets
-    /// `statement_timeout` and `default_transaction_read_only` (transactions that write say `READ WRITE`, so a
-    /// statement outside a write transaction cannot write).
+    /// The URI's own parameters (host, TLS `sslmode`, `.pgpass`, …) are libpq's; `connect_timeout` and the TCP
+    /// settings of ``tcpDefaults(responseTimeout:)`` apply unless the URI sets them, and `application_name` and
+    /// `client_encoding` are always FeedSync's. After connecting it sets `statement_timeout` and
+    /// `default_transaction_read_only` (transactions that write say `READ WRITE`, so a statement outside a write
+    /// transaction cannot write).
     ///
+    /// - Parameter responseTimeout: the deadline of every round trip (``responseTimeout``), the first included.
     /// - Throws: ``PostgresFailure`` with `connectionBroken` when the server cannot be reached or refuses.
     static func open(
-        url: String, applicationName: String, connectTimeout: Duration, statementTimeout: Duration?, readOnlyByDefault: Bool
+        url: String, applicationName: String, connectTimeout: Duration, statementTimeout: Duration?, readOnlyByDefault: Bool,
+        responseTimeout: Duration? = PostgresOptions().responseTimeout
     ) throws(PostgresFailure) -> PostgresConnection {
         // `PostgresBackend.connect` reports a missing libpq as `unsupportedLocation` before this is reached.
         if let reason = LibPQ.load() {
@@ -86,8 +107,9 @@ final class PostgresConnection {
         let secrets = PostgresURL.secrets(in: url)
         // libpq applies keywords in order, the last value winning: the timeout can be overridden by the URI (which
         // `dbname` expands), the application name and encoding cannot.
-        let keywords = ["connect_timeout", "dbname", "application_name", "client_encoding"]
-        let values = [String(max(2, connectTimeout.components.seconds)), url, applicationName, "UTF8"]
+        let tcp = tcpDefaults(responseTimeout: responseTimeout)
+        let keywords = ["connect_timeout"] + tcp.map(\.keyword) + ["dbname", "application_name", "client_encoding"]
+        let values = [String(max(2, connectTimeout.components.seconds))] + tcp.map(\.value) + [url, applicationName, "UTF8"]
         // Connect without blocking inside libpq, so that the notice receiver is in place before the server says
         // anything: a server shutting down sends `WARNING: terminating connection …` during the handshake, which
         // libpq's default receiver would print to stderr (a second line under the CLI's one-line error).
@@ -111,7 +133,7 @@ final class PostgresConnection {
                 sqlState: nil, message: message.trimmingCharacters(in: .whitespacesAndNewlines), constraint: nil, table: nil,
                 sql: nil, connectionBroken: true)
         }
-        let connection = PostgresConnection(handle: handle, secrets: secrets)
+        let connection = PostgresConnection(handle: handle, secrets: secrets, responseTimeout: responseTimeout)
         var settings: [DatabaseValue] = []
         var sql = "SELECT 1"
         if let statementTimeout {
@@ -123,6 +145,20 @@ final class PostgresConnection {
         if readOnlyByDefault { sql += ", set_config('default_transaction_read_only', 'on', false)" }
         _ = try connection.execute(sql, settings)
         return connection
+    }
+
+    /// libpq's TCP settings FeedSync applies unless the URI sets its own: keepalives after 10 s idle, every 5 s, the
+    /// connection dropped after 3 unanswered (about 25 s), and `tcp_user_timeout` — how long sent data may stay
+    /// unacknowledged before the kernel drops the connection — at the response timeout (or 30 s without one), so that
+    /// a send blocked by a partition ends too. Both see only a peer whose host stops acknowledging; a vanished server
+    /// behind a proxy is caught by the response timeout.
+    static func tcpDefaults(responseTimeout: Duration?) -> [(keyword: String, value: String)] {
+        let userTimeout = responseTimeout ?? .seconds(30)
+        let millis = userTimeout.components.seconds * 1000 + userTimeout.components.attoseconds / 1_000_000_000_000_000
+        return [
+            ("keepalives", "1"), ("keepalives_idle", "10"), ("keepalives_interval", "5"), ("keepalives_count", "3"),
+            ("tcp_user_timeout", String(max(1, millis))),
+        ]
     }
 
     /// The `connect_timeout` in effect for a started connection (ours, or the URL's when it sets one), in whole
@@ -167,6 +203,18 @@ final class PostgresConnection {
     var isBroken: Bool {
         guard let handle else { return true }
         return PQstatus(handle) != CONNECTION_OK
+    }
+
+    /// Whether an idle connection turned out to be gone: its socket became readable while nothing was asked (the
+    /// server closed it, reset it, or sent a fatal message before it went), and libpq, reading what came without
+    /// blocking, finds it broken. A quiet socket is taken as alive: a peer that vanished silently is found by the
+    /// next round trip's deadline.
+    func isGoneWhileIdle() -> Bool {
+        guard let handle else { return true }
+        var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+        guard poll(&descriptor, 1, 0) > 0 else { return PQstatus(handle) != CONNECTION_OK }
+        if descriptor.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 { return true }
+        return PQconsumeInput(handle) == 0 || PQstatus(handle) != CONNECTION_OK
     }
 
     /// Whether the connection is idle outside any transaction (fit to be reused by someone else).
@@ -217,13 +265,14 @@ final class PostgresConnection {
         } else {
             statementName = nil
         }
-        let raw = Self.withParameters(parameters, typed: !usePrepared) { count, types, values, lengths, formats in
+        let sent = Self.withParameters(parameters, typed: !usePrepared) { count, types, values, lengths, formats in
             if let statementName {
-                PQexecPrepared(handle, statementName, count, values, lengths, formats, binaryResults ? 1 : 0)
+                PQsendQueryPrepared(handle, statementName, count, values, lengths, formats, binaryResults ? 1 : 0)
             } else {
-                PQexecParams(handle, sql, count, types, values, lengths, formats, binaryResults ? 1 : 0)
+                PQsendQueryParams(handle, sql, count, types, values, lengths, formats, binaryResults ? 1 : 0)
             }
         }
+        let raw = try answer(sent: sent, handle: handle, sql: sql)
         return try check(raw, sql: sql, parameters: parameters, binary: binaryResults)
     }
 
@@ -232,7 +281,7 @@ final class PostgresConnection {
     @discardableResult
     func executeScript(_ sql: String) throws(PostgresFailure) -> PostgresResult {
         guard let handle else { throw closedFailure(sql: sql) }
-        return try check(PQexec(handle, sql), sql: sql, parameters: [])
+        return try check(try answer(sent: PQsendQuery(handle, sql), handle: handle, sql: sql), sql: sql, parameters: [])
     }
 
     /// Copies `data` (COPY text format, complete rows) into a table with `COPY … FROM STDIN`.
@@ -240,23 +289,16 @@ final class PostgresConnection {
     /// - Parameter sql: the `COPY table (columns) FROM STDIN` statement.
     func copyIn(_ sql: String, data: [UInt8]) throws(PostgresFailure) {
         guard let handle else { throw closedFailure(sql: sql) }
-        _ = try check(PQexec(handle, sql), sql: sql, parameters: [], expectCopy: true)
+        _ = try check(try answer(sent: PQsendQuery(handle, sql), handle: handle, sql: sql), sql: sql, parameters: [], expectCopy: true)
         let sent = data.withUnsafeBufferPointer { buffer in
             buffer.baseAddress.map { base in
                 base.withMemoryRebound(to: CChar.self, capacity: buffer.count) { PQputCopyData(handle, $0, Int32(buffer.count)) }
             } ?? 1
         }
         let ended = PQputCopyEnd(handle, sent == 1 ? nil : "FeedSync could not send the data")
-        // The COPY's outcome is the next result; drain to the end so that the connection is ready again.
-        var failure: PostgresFailure?
-        while let raw = PQgetResult(handle) {
-            do {
-                _ = try check(raw, sql: sql, parameters: [])
-            } catch {
-                if failure == nil { failure = error }
-            }
-        }
-        if let failure { throw failure }
+        // The COPY's outcome is the next result; `answer` drains to the end so that the connection is ready again.
+        let raw = try answer(sent: 1, handle: handle, sql: sql)
+        _ = try check(raw, sql: sql, parameters: [])
         if sent != 1 || ended != 1 {
             throw connectionFailure(sql: sql)
         }
@@ -269,10 +311,86 @@ final class PostgresConnection {
             return name
         }
         let name = "feedsync_\(prepared.count + 1)"
-        _ = try check(PQprepare(handle, name, sql, 0, nil), sql: sql, parameters: [])
+        _ = try check(try answer(sent: PQsendPrepare(handle, name, sql, 0, nil), handle: handle, sql: sql), sql: sql, parameters: [])
         prepared[sql] = name
         recentlyPrepared.remember(sql, name: name)
         return name
+    }
+
+    /// Waits for the answer to what was just sent (`sent` is the `PQsend…` call's return value) and returns its
+    /// result as `PQexec` would: the first error if any statement failed, else the last result; a `COPY` result at
+    /// once. `nil` when the connection failed (``check(_:sql:parameters:expectCopy:binary:)`` reports it).
+    ///
+    /// Every wait for input is bounded by ``responseTimeout``, counted from the send: when it passes, the connection
+    /// is closed and the call fails with ``PostgresFailure/noAnswer``.
+    private func answer(sent: Int32, handle: OpaquePointer, sql: String) throws(PostgresFailure) -> OpaquePointer? {
+        guard sent == 1 else { return nil }
+        let deadline = responseTimeout.map { ContinuousClock.now + $0 }
+        var kept: OpaquePointer?
+        while true {
+            guard try waitUntilReadable(handle, deadline: deadline, sql: sql) else { break }
+            guard let result = PQgetResult(handle) else { break }
+            let status = PQresultStatus(result)
+            if status == PGRES_COPY_IN || status == PGRES_COPY_OUT || status == PGRES_COPY_BOTH {
+                if let kept { PQclear(kept) }
+                return result
+            }
+            if let previous = kept {
+                // An error stays; otherwise the later result replaces the earlier one.
+                if PQresultStatus(previous) == PGRES_FATAL_ERROR {
+                    PQclear(result)
+                    continue
+                }
+                PQclear(previous)
+            }
+            kept = result
+        }
+        return kept
+    }
+
+    /// Reads input until libpq has a whole result (`PQisBusy` is false), waiting in `poll(2)` until `deadline`.
+    ///
+    /// - Returns: `false` when the connection failed while reading (libpq then reports the failure).
+    /// - Throws: ``PostgresFailure`` with ``PostgresFailure/noAnswer`` when `deadline` passed; the connection is
+    ///   closed.
+    private func waitUntilReadable(
+        _ handle: OpaquePointer, deadline: ContinuousClock.Instant?, sql: String
+    ) throws(PostgresFailure) -> Bool {
+        while PQisBusy(handle) == 1 {
+            var milliseconds: Int32 = -1
+            if let deadline {
+                let remaining = ContinuousClock.now.duration(to: deadline)
+                guard remaining > .zero else { throw giveUpWaiting(sql: sql) }
+                milliseconds = Int32(
+                    clamping: max(1, remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000))
+            }
+            var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, milliseconds)
+            if ready < 0, errno == EINTR { continue }
+            if ready == 0 { continue }  // the deadline is checked above
+            // Readable, hung up or failed: libpq reads what there is and reports a failure as its result.
+            if PQconsumeInput(handle) == 0 { return false }
+        }
+        return true
+    }
+
+    /// Closes the connection after the server did not answer in time, and the failure to throw.
+    private func giveUpWaiting(sql: String) -> PostgresFailure {
+        close()
+        gaveUpWaiting = true
+        return PostgresFailure(
+            sqlState: nil,
+            message: "no answer from the server within \(Self.describe(responseTimeout ?? .zero)); the connection was closed",
+            sql: sql,
+            connectionBroken: true, noAnswer: true)
+    }
+
+    /// A duration as people write it in a message: `20 s`, `1.5 s`, `250 ms`.
+    static func describe(_ duration: Duration) -> String {
+        let millis = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+        if millis < 1000 { return "\(millis) ms" }
+        if millis % 1000 == 0 { return "\(millis / 1000) s" }
+        return "\(Double(millis) / 1000) s"
     }
 
     /// Turns a libpq result into a ``PostgresResult`` or a ``PostgresFailure``.
@@ -283,8 +401,10 @@ final class PostgresConnection {
         let status = PQresultStatus(raw)
         switch status {
         case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
+            answeredRoundTrips += 1
             return PostgresResult(raw, binary: binary)
         case PGRES_COPY_IN where expectCopy:
+            answeredRoundTrips += 1
             return PostgresResult(raw)
         default:
             let field = { (code: UInt8) -> String? in
@@ -301,6 +421,7 @@ final class PostgresConnection {
                 close()
             }
             let broken = isBroken || Self.isConnectionState(sqlState)
+            if !broken { answeredRoundTrips += 1 }
             throw PostgresFailure(
                 sqlState: sqlState,
                 message: Self.scrub(

@@ -8,14 +8,17 @@ final class ReaderPool: @unchecked Sendable {
     let capacity: Int
     private let location: Connection.Location
     private let configuration: Configuration
+    /// How each reader opens the file: ``Connection/Access/readOnly`` or ``Connection/Access/immutable``.
+    private let access: Connection.Access
     private let lock = NSLock()
     private let slots: DispatchSemaphore
     private var idle: [Connection] = []
     private var isClosed = false
 
-    init(location: Connection.Location, configuration: Configuration, capacity: Int) {
+    init(location: Connection.Location, configuration: Configuration, capacity: Int, access: Connection.Access = .readOnly) {
         self.location = location
         self.configuration = configuration
+        self.access = access
         self.capacity = capacity
         self.slots = DispatchSemaphore(value: capacity)
     }
@@ -39,7 +42,7 @@ final class ReaderPool: @unchecked Sendable {
         }
         if let reused { return reused }
         if lock.withLock({ isClosed }) { throw SQLiteError(code: .misuse, message: "the database is closed") }
-        let connection = try Connection(location: location, readOnly: true, configuration: configuration)
+        let connection = try Connection(location: location, access: access, configuration: configuration)
         connection.isAccessible = false
         return connection
     }
