@@ -142,7 +142,8 @@ import Testing
         try feed.start()
         defer { feed.stop() }
         let streamed = LockedLog<Int64>()
-        let stream = Task {
+        // On a thread of its own: the cooperative pool may be busy with other suites' tests.
+        let stream = Task(executorPreference: ThreadPerJobExecutor.shared) {
             for try await batch in service.changes(after: head) { for event in batch { streamed.append(event.seq) } }
         }
         defer { stream.cancel() }
