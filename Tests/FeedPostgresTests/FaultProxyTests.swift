@@ -4,7 +4,6 @@ import FeedTestSupport
 import FeedTestThreads
 import Foundation
 import Glibc
-import Synchronization
 import Testing
 
 /// The fault-injection proxy against an echo server on loopback (no PostgreSQL needed), and once in front of the
@@ -284,7 +283,7 @@ private func milliseconds(_ duration: Duration) -> Int32 {
 private final class EchoServer: Sendable {
     let port: Int
     private let listener: Int32
-    private let state = Mutex(Connections())
+    private let state = LockedValue(Connections())
 
     private struct Connections {
         var accepted = 0

@@ -1,6 +1,5 @@
 internal import Dispatch
 internal import Glibc
-internal import Synchronization
 
 /// A loopback TCP proxy that injects network faults between a client and its server, for fault tests.
 ///
@@ -161,7 +160,7 @@ private final class Core: Sendable {
     let acceptWake: WakePipe
     /// Wakes the relay thread for new connections, commands and the end.
     let relayWake: WakePipe
-    let state = Mutex(State())
+    let state = LockedValue(State())
 
     init(upstreamHost: String, upstreamPort: Int) throws(FaultProxy.SetupError) {
         var address = in_addr()
