@@ -56,16 +56,22 @@ enum W4Observed {
         try service.seed(SeedPlan(posts: posts, users: users, likes: 0))
         let seedSeconds = seconds(since: start)
 
-        // Load the set, then follow the bridge (sinks run on the committing thread, before toggle returns).
+        // The seed's events reach the bridge first; then load the set and follow the bridge (sinks run on its
+        // delivery executor, after each toggle returned).
+        service.waitForDelivery(through: try service.status().lastSeq, timeout: .seconds(600))
         let observed = LikedSet(userID: "user1", initial: try service.likedPostIDs(userID: "user1"))
         let subscription = service.bridge.changes.sink { observed.apply($0) }
 
         var unlikes = 0
+        var lastSeq: Int64 = 0
         start = monotonicNanos()
         for command in commands {
             let result = try service.toggle(userID: command.userID, postID: command.postID)
             if !result.liked { unlikes += 1 }
+            lastSeq = result.seq ?? lastSeq
         }
+        // Timed until the observer has seen the last toggle.
+        service.waitForDelivery(through: lastSeq, timeout: .seconds(600))
         let elapsed = seconds(since: start)
         subscription.cancel()
 

@@ -106,6 +106,8 @@ enum W5CrossProcess {
         let path = database.location
         let service = try FeedService(location: path)
         try service.seed(SeedPlan(posts: posts, users: users, likes: 0))
+        // The seed's events reach the bridge before anything measured subscribes.
+        service.waitForDelivery(through: try service.status().lastSeq, timeout: .seconds(600))
         if throughputThreads > 0 {
             return try measureThroughput(
                 service: service, location: path, threads: throughputThreads, listenerCounts: listenerCounts, rounds: rounds,

@@ -86,16 +86,20 @@ import Testing
         }
     }
 
-    @Test(arguments: TestBackend.allCases) func asyncCommandsReturnAfterTheirEventsWereDelivered(on backend: TestBackend) async throws {
+    @Test(arguments: TestBackend.allCases) func asyncCommandsReturnAtCommitAndTheirEventsFollowInOrder(on backend: TestBackend) async throws
+    {
         let dir = TemporaryDirectory()
         guard let service = try makeService(in: dir, on: backend) else { return }
         let recorder = Recorder(service.bridge.changes)
+        var seqs: [Int64] = []
         for _ in 0..<20 {
             let result = try await service.toggle(userID: "user1", postID: "post1")
-            // No wait: the event reached the subscriber before the call returned.
-            #expect(recorder.values.last?.seq == result.seq)
+            seqs.append(try #require(result.seq))
         }
         let created = try await service.createPost(id: "post9", authorID: "user2", body: "b")
+        let last = try await service.status().lastSeq
+        #expect(await service.waitForDelivery(through: last))
+        #expect(recorder.values.map(\.seq).suffix(21).dropLast() == seqs[...])
         #expect(recorder.values.last?.postID == created.id)
     }
 

@@ -11,22 +11,24 @@ import FeedTestThreads
 import Testing
 
 /// The threading contract of delivery and projections (`Docs/Architecture.md`, "Threading contract"), each rule
-/// driven deterministically: the interleaving that used to deadlock is forced with semaphores, and every wait has a
-/// bound, so a regression fails instead of hanging.
+/// driven deterministically: interleavings are forced with semaphores, and every wait has a bound, so a regression
+/// fails instead of hanging.
 @Suite(.ownThreads) struct DeliveryContractTests {
-    /// The issue-11 cycle, forced: thread B runs a detail projection's like effect; thread A delivers another
-    /// commit's event to that projection while B's effect is still running; B's effect then commits and waits for
-    /// delivery. Before the fix, A waited for B's loop and B for A's delivery, forever.
-    @Test(arguments: TestBackend.allCases) func deliveryIntoAProjectionBusyOnAnotherThreadDoesNotWaitForIt(on backend: TestBackend) throws {
+    /// A projection busy in an effect on thread B while another thread's commit is delivered to it: the delivery
+    /// executor waits for the projection (its one permitted wait), the effect's command never waits for delivery,
+    /// so both finish, and at quiescence the projection equals the database.
+    @Test(arguments: TestBackend.allCases) func deliveryIntoAProjectionBusyInAnEffectWaitsForItAndNothingWaitsBack(
+        on backend: TestBackend
+    ) throws {
         let dir = TemporaryDirectory()
         guard let service = try makeService(in: dir, on: backend) else { return }
         let effectEntered = DispatchSemaphore(value: 0)
-        let deliveredPastProjection = DispatchSemaphore(value: 0)
+        let otherCommitted = DispatchSemaphore(value: 0)
         var client = FeedClient.live(service)
         client.toggle = { userID, postID throws(FeedError) in
             effectEntered.signal()
-            // Hold the effect until A's delivery went past the projection's sink (bounded: never hang the suite).
-            _ = deliveredPastProjection.wait(timeout: .now() + 10)
+            // Hold the effect until A's command returned, so that its delivery finds the projection busy.
+            _ = otherCommitted.wait(timeout: .now() + 10)
             return try service.toggle(userID: userID, postID: postID)
         }
         try withDependencies {
@@ -34,12 +36,6 @@ import Testing
         } operation: { () throws in
             let detail = PostDetailProjection(postID: "post1", viewerID: "user1")
             detail.send(.load)
-            // Subscribed after the projection, so it runs after the projection's sink in each delivery.
-            let marker = service.bridge.changes.sink { event in
-                if event.userID == "user2" { deliveredPastProjection.signal() }
-            }
-            defer { marker.cancel() }
-
             let bothDone = DispatchGroup()
             bothDone.enter()
             Thread.detachNewThread {
@@ -47,19 +43,12 @@ import Testing
                 bothDone.leave()
             }
             #expect(effectEntered.wait(timeout: .now() + 10) == .success)
-            bothDone.enter()
-            let errorBox = LockedLog<String>()
-            Thread.detachNewThread {
-                do {
-                    try service.like(userID: "user2", postID: "post1")  // A: delivers while B's effect runs
-                } catch {
-                    errorBox.append("\(error)")
-                }
-                bothDone.leave()
-            }
-            #expect(bothDone.wait(timeout: .now() + 20) == .success, "the two threads deadlocked")
-            #expect(errorBox.values.isEmpty)
-            // Quiescent: the projection equals the database.
+            let other = try service.like(userID: "user2", postID: "post1")  // A: returns at its commit
+            otherCommitted.signal()
+            #expect(bothDone.wait(timeout: .now() + 20) == .success, "the threads deadlocked")
+            let last = try service.status().lastSeq
+            #expect(last > (other.seq ?? 0))
+            #expect(service.waitForDelivery(through: last))
             let truth = try service.post(id: "post1", viewerID: "user1")
             #expect(detail(\.liked) == truth.liked)
             #expect(detail(\.likeCount) == truth.post.likeCount)
@@ -67,8 +56,25 @@ import Testing
         }
     }
 
-    /// A command run from inside a delivery callback cannot wait for its own delivery (the calling thread is the
-    /// one delivering): it returns at once, and its events follow right after the current ones, in seq order.
+    /// Code on one of the library's executors never waits for delivery: `waitForDelivery` from inside a sink answers
+    /// at once (it would otherwise wait for itself).
+    @Test(arguments: TestBackend.allCases) func waitForDeliveryInsideASinkAnswersAtOnce(on backend: TestBackend) throws {
+        let dir = TemporaryDirectory()
+        guard let service = try makeService(in: dir, on: backend) else { return }
+        let answers = LockedLog<Bool>()
+        let sink = service.bridge.changes.sink { event in
+            answers.append(service.waitForDelivery(through: event.seq, timeout: .seconds(30)))
+        }
+        defer { sink.cancel() }
+        let start = ContinuousClock.now
+        let result = try service.like(userID: "user1", postID: "post1")
+        #expect(service.waitForDelivery(through: try #require(result.seq)))
+        #expect(answers.values == [false], "the event being delivered is not delivered yet")
+        #expect(ContinuousClock.now - start < .seconds(10))
+    }
+
+    /// A command run from inside a delivery callback returns at its commit, and its events follow right after the
+    /// current ones, in seq order.
     @Test(arguments: TestBackend.allCases) func commandInsideADeliveryReturnsAndItsEventFollowsInOrder(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
         guard let service = try makeService(in: dir, on: backend) else { return }
@@ -81,14 +87,15 @@ import Testing
         defer { nested.cancel() }
         let first = try service.like(userID: "user1", postID: "post1")
         #expect(seen.wait { $0.count >= 2 })
+        #expect(service.waitForDelivery(through: first.seq! + 1))
         let seqs = seen.values
         #expect(seqs == [first.seq!, first.seq! + 1])
         #expect(service.bridge.lastDeliveredSeq == first.seq! + 1)
     }
 
-    /// `send` on a projection from inside a subscriber of the bridge (an app reacting to a change) applies the
-    /// action at once when the projection is idle, on the delivering thread.
-    @Test(arguments: TestBackend.allCases) func sendFromADeliveryToAnIdleProjectionAppliesAtOnce(on backend: TestBackend) throws {
+    /// `send` on a projection from inside a subscriber of the bridge (an app reacting to a change) queues the action
+    /// and returns; the projection applies it on its own queue, before any later action.
+    @Test(arguments: TestBackend.allCases) func sendFromADeliveryQueuesTheActionAndTheProjectionAppliesIt(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
         guard let service = try makeService(in: dir, on: backend) else { return }
         try withDependencies {
@@ -100,6 +107,9 @@ import Testing
             }
             defer { refresher.cancel() }
             try service.createPost(id: "post9", authorID: "user2", body: "new")
+            #expect(service.waitForDelivery(through: try service.status().lastSeq))
+            // A send from this thread waits, and runs after the queued refresh.
+            feed.send(.dismissError)
             #expect(feed(\.posts).map(\.id).contains("post9"))
             #expect(feed(\.isLoading) == false)
         }
@@ -127,9 +137,11 @@ import Testing
         let foreign = try other.like(userID: "user3", postID: "post2")
         #expect(foreign.seq == before + 1, "the failed commit's seq is reused")
         #expect(try service.publishCommittedEvents() == 1)
+        #expect(service.waitForDelivery(through: before + 1))
         #expect(seen.values == [before + 1])
         // And this process's next command follows it.
         let next = try service.like(userID: "user2", postID: "post3")
+        #expect(service.waitForDelivery(through: next.seq!))
         #expect(seen.values == [before + 1, next.seq!])
     }
 
@@ -151,6 +163,7 @@ import Testing
             #expect(done.wait(timeout: .now() + 10) == .success, "publishing waited for the writer connection")
         }
         #expect(published.values == [1])
+        #expect(service.waitForDelivery(through: foreign.seq!))
         #expect(service.bridge.lastDeliveredSeq == foreign.seq!)
     }
 
@@ -172,12 +185,12 @@ import Testing
         #expect(sequencer.submit(after: 10, through: 12, events: events(11...12)) == 2)
         #expect(sequencer.submit(after: 10, through: 13, events: events(11...13)) == 1)
         #expect(sequencer.highestKnownSeq == 13)
-        #expect(sequencer.deliver(through: 12))
+        #expect(sequencer.waitForDelivery(through: 13, timeout: .seconds(10)))
         #expect(delivered.values == [11, 12, 13])
         // A range entirely known already adds nothing.
         #expect(sequencer.submit(after: 11, through: 13, events: events(12...13)) == 0)
         #expect(sequencer.submit(after: 13, through: 15, events: events(14...15)) == 2)
-        #expect(sequencer.deliver(through: 15))
+        #expect(sequencer.waitForDelivery(through: 15, timeout: .seconds(10)))
         #expect(delivered.values == [11, 12, 13, 14, 15])
         #expect(sequencer.lastDeliveredSeq == 15)
     }

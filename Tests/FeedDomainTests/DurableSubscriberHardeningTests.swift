@@ -246,8 +246,8 @@ import Testing
         #expect(try subscriber.cursor() == 0)
     }
 
-    /// The cycle stop() used to close: a bridge sink (the delivering thread) stops the subscriber while the
-    /// subscriber's handler commits a command, which waits for that same delivering thread.
+    /// A bridge sink (on the delivery executor) stops the subscriber while the subscriber's handler commits a
+    /// command: neither waits for the other.
     @Test func stopFromABridgeSinkWhileTheHandlerCommitsDoesNotDeadlock() throws {
         let dir = TemporaryDirectory()
         let service = try makeService(in: dir)

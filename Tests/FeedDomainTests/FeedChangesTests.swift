@@ -57,12 +57,13 @@ import Testing
             return (backlog: backlog, calls: calls, seqs: seqs)
         }
         try await receive(1, from: backlogDone, within: 20, "the backlog")
-        // Ten transactions of 500 toggles each; every command returns after its events reached the consumer's inbox.
+        // Ten transactions of 500 toggles each; their events reach the consumer's inbox on the delivery executor.
         try await runOnThreads(1, within: 60, "the burst") { _ in
             for _ in 0..<10 {
                 _ = try service.perform(Array(repeating: LikeCommand(.toggle, userID: "user2", postID: "post2"), count: 500))
             }
         }
+        #expect(await service.waitForDelivery(through: 5006, timeout: .seconds(60)))
         burstSignal.yield()
         let result = try await value(of: consumer, within: 60, "the burst to be consumed")
         #expect(result.backlog == Array(1...6))

@@ -105,26 +105,52 @@ import Testing
                 LikeCommand(.like, userID: "user1", postID: "post404"),
             ])
         }
-        #expect(recorder.values.isEmpty)
         #expect(try service.status() == before)
         // The next commit still gets the next seq and goes out alone.
         let result = try service.like(userID: "user1", postID: "post1")
+        #expect(service.waitForDelivery(through: try #require(result.seq)))
         #expect(recorder.values.map(\.seq) == [try #require(result.seq)])
         #expect(result.seq == before.lastSeq + 1)
     }
 
-    @Test(arguments: TestBackend.allCases) func eventsReachSubscribersBeforeTheCommandReturnsInSeqOrder(on backend: TestBackend) throws {
+    @Test(arguments: TestBackend.allCases) func eventsReachSubscribersInSeqOrderAfterTheirCommit(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
         let bridge = EventBridge()
         guard let service = try makeService(in: dir, on: backend, bridge: bridge) else { return }
         let likes = Recorder(bridge.likePublisher)
         let changes = Recorder(bridge.changes)
         let result = try service.like(userID: "user2", postID: "post2")
+        #expect(service.waitForDelivery(through: try #require(result.seq)))
         #expect(likes.values == [.liked(postID: "post2")])
         #expect(changes.values.last?.seq == result.seq)
-        _ = try service.unlike(userID: "user2", postID: "post2")
+        let unliked = try service.unlike(userID: "user2", postID: "post2")
+        #expect(service.waitForDelivery(through: try #require(unliked.seq)))
         #expect(likes.values == [.liked(postID: "post2"), .unliked(postID: "post2")])
         #expect(bridge.lastDeliveredSeq == changes.values.last?.seq)
+    }
+
+    /// A sink that is slow (here: blocked until the test lets it go) delays only deliveries: commands go on
+    /// returning at their commit, sync and async alike, and the sink then sees every event in order.
+    @Test(arguments: TestBackend.allCases) func aSlowSinkDelaysOnlyDeliveries(on backend: TestBackend) async throws {
+        let dir = TemporaryDirectory()
+        let bridge = EventBridge()
+        guard let service = try makeService(in: dir, on: backend, bridge: bridge) else { return }
+        let release = DispatchSemaphore(value: 0)
+        let seen = LockedLog<Int64>()
+        let slow = bridge.changes.sink { event in
+            if seen.values.isEmpty { release.wait() }
+            seen.append(event.seq)
+        }
+        defer { slow.cancel() }
+        let first = try await service.like(userID: "user1", postID: "post1")
+        let second = try await service.like(userID: "user1", postID: "post2")
+        let third = try await service.toggle(userID: "user1", postID: "post3")
+        #expect(seen.values.isEmpty, "the sink is still blocked in the first event")
+        #expect(bridge.lastDeliveredSeq < (first.seq ?? 0))
+        release.signal()
+        let last = try #require(third.seq)
+        #expect(await service.waitForDelivery(through: last))
+        #expect(seen.values == [first.seq, second.seq, third.seq].compactMap { $0 })
     }
 
     @Test(arguments: TestBackend.allCases) func bridgeLoggerRunsOncePerLikeEvent(on backend: TestBackend) throws {
@@ -132,8 +158,9 @@ import Testing
         let log = LockedLog<LikeEvent>()
         let bridge = EventBridge { log.append($0) }
         guard let service = try makeService(in: dir, on: backend, bridge: bridge) else { return }
+        let result = try service.like(userID: "user1", postID: "post3")
         _ = try service.like(userID: "user1", postID: "post3")
-        _ = try service.like(userID: "user1", postID: "post3")
+        #expect(service.waitForDelivery(through: try #require(result.seq)))
         #expect(log.values == [.liked(postID: "post3")])
     }
 
@@ -149,6 +176,7 @@ import Testing
             for p in 1...20 { try service.createPost(id: "post\(p)", authorID: "user1", body: "b") }
             return service
         }
+        service.settle()
         let delivered = Recorder(bridge.changes)
         let baseline = try await service.status().lastSeq
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -182,8 +210,9 @@ import Testing
         let actual = try service.backend.read { tx in try tx.allLikes() }
         #expect(replayed == actual)
         // Subscribers saw every change once, in seq order, with no gap.
-        let seqs = delivered.values.map(\.seq)
         let last = try await service.status().lastSeq
+        #expect(await service.waitForDelivery(through: last))
+        let seqs = delivered.values.map(\.seq)
         #expect(last > baseline)
         #expect(seqs == Array((baseline + 1)...last))
     }

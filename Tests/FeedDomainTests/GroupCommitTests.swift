@@ -51,7 +51,7 @@ private final class Calls: Sendable {
     }
 }
 
-/// Group commit (issue 14): overlapping callers share a transaction, each caller's commands stay isolated, every
+/// Group commit: overlapping callers share a transaction, each caller's commands stay isolated, every
 /// caller returns only after the commit that holds its commands, events keep commit order, and an acknowledged
 /// command survives a SIGKILL.
 @Suite(.serialized, .ownThreads) struct GroupCommitTests {

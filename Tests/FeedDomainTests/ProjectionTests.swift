@@ -66,7 +66,7 @@ import Testing
 
     // MARK: The seed 004 flow against a real file
 
-    @Test(arguments: TestBackend.allCases) func detailLikeShowsInEveryFeedBeforeItReturns(on backend: TestBackend) throws {
+    @Test(arguments: TestBackend.allCases) func detailLikeShowsInEveryFeedOnceDelivered(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
         guard let service = try makeService(in: dir, on: backend) else { return }
         try withDependencies {
@@ -85,13 +85,15 @@ import Testing
             #expect(detail(\.liked))
             #expect(detail(\.likeCount) == 1)
             #expect(detail(\.lastError) == nil)
-            // Back on the feed: already updated, by the event alone.
+            // Back on the feed: updated by the event alone, once it was delivered.
+            #expect(service.waitForDelivery(through: detail(\.lastAppliedSeq)))
             #expect(feed(\.likedPostIDs) == ["post2"])
             #expect(feed(\.posts).first { $0.id == "post2" }?.likeCount == 1)
             #expect(otherViewersFeed(\.likedPostIDs).isEmpty)
             #expect(otherViewersFeed(\.posts).first { $0.id == "post2" }?.likeCount == 1)
 
             detail.send(.unlike)
+            #expect(service.waitForDelivery(through: detail(\.lastAppliedSeq)))
             #expect(feed(\.likedPostIDs).isEmpty)
             #expect(try service.check().isEmpty)
 
@@ -113,6 +115,7 @@ import Testing
             let feed = FeedListProjection(viewerID: "user1")
             feed.send(.refresh)
             try service.createPost(id: "post4", authorID: "user2", body: "new")
+            #expect(service.waitForDelivery(through: try service.status().lastSeq))
             #expect(feed(\.posts).first?.id == "post4")
         }
     }
@@ -129,7 +132,8 @@ import Testing
             feed.send(.refresh)
             #expect(states.values.last?.posts.count == 3)
             #expect(feed.state.value == states.values.last)
-            _ = try service.like(userID: "user1", postID: "post1")
+            let result = try service.like(userID: "user1", postID: "post1")
+            #expect(service.waitForDelivery(through: try #require(result.seq)))
             #expect(states.values.last?.likedPostIDs == ["post1"])
         }
     }

@@ -1,7 +1,7 @@
 import FeedSync
 import FeedCore
 import FeedDependencies
-import FeedDomain
+@testable import FeedDomain
 import FeedPublishers
 import FeedStorage
 import FeedTestSupport
@@ -25,6 +25,7 @@ func makeService(
         let service = try FeedService(location: location, options: options, bridge: bridge)
         for user in ["user1", "user2", "user3"] { try service.createUser(id: user) }
         for i in 1...3 { try service.createPost(id: "post\(i)", authorID: "user1", body: "body \(i)") }
+        service.settle()
         return service
     }
 }
@@ -37,6 +38,7 @@ func makeService(in dir: TemporaryDirectory, bridge: EventBridge = EventBridge()
         let service = try FeedService(path: dir.file("feed.sqlite"), bridge: bridge)
         for user in ["user1", "user2", "user3"] { try service.createUser(id: user) }
         for i in 1...3 { try service.createPost(id: "post\(i)", authorID: "user1", body: "body \(i)") }
+        service.settle()
         return service
     }
 }
@@ -70,6 +72,15 @@ final class Box<Value>: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         return try body(&value)
+    }
+}
+
+extension FeedService {
+    /// Waits until every event this service's bridge knows of was delivered (set-up commits included), so that a
+    /// subscriber added next sees only what comes after.
+    func settle() {
+        let known = bridge.sequencer.highestKnownSeq ?? 0
+        precondition(waitForDelivery(through: known, timeout: .seconds(30)), "delivery did not reach seq \(known)")
     }
 }
 

@@ -8,6 +8,8 @@ internal import FeedSync
 final class AppSession {
     private let viewerID: String
     private let feed: FeedListProjection
+    /// The projections' bridge: after a like, the session waits until it reached the feed before it shows anything.
+    private let bridge: EventBridge
     private let output: AppOutput
     private var screen = AppScreen.feed
 
@@ -16,6 +18,8 @@ final class AppSession {
         self.viewerID = viewerID
         self.output = output
         feed = FeedListProjection(viewerID: viewerID, pageSize: pageSize)
+        @Dependency(\.feedClient) var client
+        bridge = client.bridge
     }
 
     /// Loads and shows the feed, then handles actions until `quit` or the end of `actions`.
@@ -69,6 +73,8 @@ final class AppSession {
                 return true
             }
             detail.send(action == .like ? .like : action == .unlike ? .unlike : .toggle)
+            // The feed learns of the change on the delivery executor: 'back' shows it once it arrived.
+            bridge.waitForDelivery(through: detail(\.lastAppliedSeq))
             if let error = detail(\.lastError) {
                 output.error(CLIError(error).message)
                 detail.send(.dismissError)

@@ -155,6 +155,19 @@ extension FeedService {
         try await BlockingExecutor.current.run { () throws(FeedError) in try self.seed(plan, progress: progress) }
     }
 
+    /// Waits, without blocking the calling task's thread, until every subscriber of ``bridge`` has been handed every
+    /// event up to `seq` (see ``EventBridge/waitForDelivery(through:timeout:)``).
+    ///
+    /// - Returns: whether they had within `timeout`.
+    @discardableResult
+    public func waitForDelivery(through seq: Int64, timeout: Duration = .seconds(10)) async -> Bool {
+        let bridge = bridge
+        let delivered = try? await BlockingExecutor.current.run { () throws(FeedError) in
+            bridge.waitForDelivery(through: seq, timeout: timeout)
+        }
+        return delivered ?? false
+    }
+
     /// Publishes every event committed since the last published one, by any process, without blocking the calling
     /// task's thread.
     ///

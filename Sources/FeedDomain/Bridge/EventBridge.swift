@@ -20,8 +20,9 @@ public import FeedCore
 ///     .store(in: &cancellables)
 /// ```
 ///
-/// Sinks run synchronously on the thread that committed the change (or, for changes from other processes, on
-/// the thread that read them from the log); use `receive(on:)` to move them.
+/// Sinks run on the bridge's delivery executor, `FeedSync.Delivery`: one thread at a time, in seq order, after the
+/// command that committed the change returned. A slow sink delays only later deliveries; move heavy work off it with
+/// `receive(on:)`. ``waitForDelivery(through:timeout:)`` waits until a seq reached every sink.
 public final class EventBridge: Sendable {
     // The subjects that send live only inside the sequencer's delivery closure and the sealed handles' subscribe
     // closures: no stored property leads to them, so a `Mirror` walk over the bridge (or anything holding it)
@@ -56,6 +57,18 @@ public final class EventBridge: Sendable {
     /// Every committed change with its seq, kind, user, post, new like count and time.
     public var changes: AnyPublisher<EventRecord, Never> { sealedChanges }
 
-    /// The highest seq handed to subscribers so far (0 before the first).
+    /// The highest seq every subscriber's callback has returned for (0 before the first): a projection subscribed
+    /// to the bridge has applied every event up to it.
     public var lastDeliveredSeq: Int64 { sequencer.lastDeliveredSeq }
+
+    /// Waits until every subscriber's callback has returned for every event up to `seq` — for a test, a command-line
+    /// tool or a demo that shows what a command it ran did to every view.
+    ///
+    /// - Returns: whether they had within `timeout`. Called from one of the library's callbacks (a sink, a
+    ///   projection's state subscriber or effect, a durable subscriber's handler) it does not wait: it returns whether
+    ///   they had already, since the callback may be what delivery is waiting for.
+    @discardableResult
+    public func waitForDelivery(through seq: Int64, timeout: Duration = .seconds(10)) -> Bool {
+        sequencer.waitForDelivery(through: seq, timeout: timeout)
+    }
 }

@@ -1,28 +1,27 @@
 internal import FeedPublishers
 internal import Foundation
 
-/// Runs a projection's actions one at a time, in send order, on a ``SerialDrain`` at ``DrainLevel/projection``.
+/// Runs a projection's actions one at a time, in send order, on the projection's own serial executor (a
+/// ``FeedExecutor``).
 ///
 /// Processing an action reduces it (under the state lock), publishes the new state, runs the effects it asked for
-/// and processes their answers the same way, depth first, before the next queued action. All of it runs outside
-/// the drain's lock, on the thread that drains.
+/// and processes their answers the same way, depth first, before the next action. All of it runs on the
+/// projection's queue.
 ///
-/// `send` from a thread that runs no library callback waits until its action and everything it caused were
-/// applied. `send` from inside a callback — a state subscriber of this or another projection, an effect, a
-/// subscriber of the event bridge — never waits for another thread: when the loop is idle it runs the action at
-/// once on the calling thread; when the loop runs on another thread it queues the action, which that thread
-/// applies before its own `send` returns (see "Threading contract" in `Docs/Architecture.md`).
+/// - ``send(_:)`` from a thread off the library's executors (a UI thread, a request handler, a test) waits until
+///   its action and everything it caused were applied: the projection's state is right when it returns.
+/// - ``send(_:)`` from inside a callback — a state subscriber of this or another projection, an effect, a
+///   subscriber of the event bridge — queues the action and returns: code on an executor never waits for another
+///   (see ``FeedExecutor``). An action sent from this projection's own callbacks runs after the current one.
+/// - ``apply(_:seq:sequencer:)`` is the delivery executor's: it queues the event and returns, and the sequencer
+///   counts the event as outstanding until the projection applied it — so once a seq is delivered
+///   (``EventBridge/waitForDelivery(through:timeout:)``), every projection subscribed to the bridge shows it, and a
+///   projection busy with a slow effect delays no other subscriber.
 ///
-/// `@unchecked Sendable`: `state` is guarded by `stateLock`; the queue is guarded by the drain's lock; `reduce`,
+/// `@unchecked Sendable`: `state` is guarded by `stateLock`; `reentrant` is only touched on `queue`; `reduce`,
 /// `run` and `publish` are immutable closures.
 final class ActionLoop<State: Sendable, Action: Sendable, Effect: Sendable>: @unchecked Sendable {
-    /// A queued action; internal, so the drain's closure cannot be cast and called from outside the module.
-    struct Queued {
-        let id: UInt64
-        let action: Action
-    }
-
-    /// A published state; internal for the same reason.
+    /// A published state; internal, so the publishing closure cannot be cast and called from outside the module.
     struct Snapshot {
         let state: State
     }
@@ -35,7 +34,11 @@ final class ActionLoop<State: Sendable, Action: Sendable, Effect: Sendable>: @un
     private let publish: @Sendable (Snapshot) -> Void
     /// A read-only handle on the state subject.
     let statePublisher: StatePublisher<State>
-    private var drain: SerialDrain<Backlog>!
+    private let queue = FeedExecutor.makeQueue(label: "FeedSync.Projection")
+    /// Marks `queue`, to recognise a send from this projection's own callbacks.
+    private let ownQueue = DispatchSpecificKey<Bool>()
+    /// Actions sent from this projection's own callbacks while an action runs; applied after it (on `queue`).
+    private var reentrant: [Action] = []
 
     init(
         initial: State,
@@ -48,9 +51,7 @@ final class ActionLoop<State: Sendable, Action: Sendable, Effect: Sendable>: @un
         let subject = CurrentValuePublisher<State, Never>(initial)
         publish = { subject.send($0.state) }
         statePublisher = StatePublisher(subject)
-        drain = SerialDrain(level: .projection, backlog: Backlog()) { [unowned self] queued in
-            self.process(queued.action)
-        }
+        queue.setSpecific(key: ownQueue, value: true)
     }
 
     /// The current state.
@@ -62,11 +63,36 @@ final class ActionLoop<State: Sendable, Action: Sendable, Effect: Sendable>: @un
 
     /// Applies `action`; see the type's documentation for when this waits.
     func send(_ action: Action) {
-        let id = drain.withBacklog { $0.append(action) }
-        drain.run(until: id)
+        if DispatchQueue.getSpecific(key: ownQueue) == true {
+            reentrant.append(action)
+        } else if FeedExecutor.isCurrent {
+            queue.async { self.process(action) }
+        } else {
+            queue.sync { process(action) }
+        }
     }
 
+    /// Queues an event's action for the delivery executor, which never waits: `sequencer` counts it as
+    /// outstanding until this projection applied it, so that ``EventSequencer/waitForDelivery(through:timeout:)``
+    /// and ``EventBridge/lastDeliveredSeq`` cover projections too.
+    func apply(_ action: Action, seq: Int64, sequencer: EventSequencer) {
+        sequencer.applying(seq)
+        queue.async {
+            self.process(action)
+            sequencer.applied(seq)
+        }
+    }
+
+    /// Processes `action`, then what this projection's callbacks sent meanwhile. Runs on `queue`.
     private func process(_ action: Action) {
+        var next: Action? = action
+        while let current = next {
+            processOne(current)
+            next = reentrant.isEmpty ? nil : reentrant.removeFirst()
+        }
+    }
+
+    private func processOne(_ action: Action) {
         var pending = [action]
         while let next = pending.popLast() {
             stateLock.lock()
@@ -80,44 +106,6 @@ final class ActionLoop<State: Sendable, Action: Sendable, Effect: Sendable>: @un
             }
             // Answers belong to the action just processed: they go before anything queued, in effect order.
             pending.append(contentsOf: answers.reversed())
-        }
-    }
-
-    struct Backlog: DrainBacklog {
-        private var queue: [Queued] = []
-        private var head = 0
-        private var nextID: UInt64 = 0
-        private var processed: UInt64 = 0
-
-        mutating func append(_ action: Action) -> UInt64 {
-            nextID += 1
-            queue.append(Queued(id: nextID, action: action))
-            return nextID
-        }
-
-        mutating func next() -> Queued? {
-            guard head < queue.count else {
-                if head > 0 {
-                    queue.removeAll(keepingCapacity: true)
-                    head = 0
-                }
-                return nil
-            }
-            let item = queue[head]
-            head += 1
-            if head > 1024 && head * 2 > queue.count {
-                queue.removeFirst(head)
-                head = 0
-            }
-            return item
-        }
-
-        mutating func finish(_ work: Queued) {
-            processed = work.id
-        }
-
-        func isDone(_ ticket: UInt64) -> Bool {
-            processed >= ticket
         }
     }
 }

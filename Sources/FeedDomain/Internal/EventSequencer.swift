@@ -22,36 +22,82 @@ internal import Foundation
 /// A failed `COMMIT` hands over nothing, so a seq that was never committed is never marked as delivered, and the
 /// next event that takes it — from this process or another — is delivered.
 ///
-/// Delivery runs on a ``SerialDrain`` at ``DrainLevel/delivery``: whichever submitter finds no one delivering
-/// delivers, outside every lock, until nothing is ready; others wait for their range unless the wait rule says
-/// not to (they are themselves inside a delivery or a projection loop callback on a lower-or-equal level).
-final class EventSequencer: Sendable {
+/// Delivery runs on the bridge's own serial executor, `FeedSync.Delivery` (a ``FeedExecutor``): submitting a range
+/// schedules it and returns; nobody who submits waits for it. ``waitForDelivery(through:timeout:)`` is how a caller
+/// off the executors waits for its events to have reached every subscriber.
+///
+/// `@unchecked Sendable`: `backlog` and `isScheduled` are only touched while `condition` is locked; `queue` and
+/// `deliver` are immutable.
+final class EventSequencer: @unchecked Sendable {
     /// A batch of events handed to the delivering thread; internal so that no outside code can name it.
     struct Batch {
         let events: ArraySlice<EventRecord>
         let through: Int64
     }
 
-    private let drain: SerialDrain<Backlog>
+    private let condition = NSCondition()
+    private var backlog = Backlog()
+    /// Events handed to projections that have not applied them yet, oldest first: `(seq, projections still to
+    /// apply it)`. Seqs are appended in delivery order, so the first entry is the oldest outstanding one.
+    private var outstanding: [(seq: Int64, count: Int)] = []
+    /// Whether a drain of the backlog is queued or running on `queue`.
+    private var isScheduled = false
+    private let queue = FeedExecutor.makeQueue(label: "FeedSync.Delivery")
+    private let deliver: @Sendable (Batch) -> Void
 
-    /// - Parameter deliver: called with each batch of events, in seq order, on the delivering thread.
+    /// - Parameter deliver: called with each batch of events, in seq order, on the delivery executor.
     init(deliver: @escaping @Sendable (Batch) -> Void) {
-        drain = SerialDrain(level: .delivery, backlog: Backlog(), process: deliver)
+        self.deliver = deliver
     }
 
-    /// The highest seq handed to subscribers (or being handed now); 0 before the first.
+    /// The highest seq every subscriber's callback has returned for and every projection has applied; 0 before the
+    /// first.
     var lastDeliveredSeq: Int64 {
-        drain.withBacklog { max($0.delivered, 0) }
+        condition.lock()
+        defer { condition.unlock() }
+        return max(settledSeq, 0)
+    }
+
+    /// The highest seq delivered and applied by every projection (under `condition`).
+    private var settledSeq: Int64 {
+        guard let oldest = outstanding.first else { return backlog.delivered }
+        return min(backlog.delivered, oldest.seq - 1)
+    }
+
+    /// Records that a projection was handed the event `seq` to apply on its own queue; ``applied(_:)`` follows.
+    /// Called on the delivery executor, in seq order.
+    func applying(_ seq: Int64) {
+        condition.lock()
+        defer { condition.unlock() }
+        if let last = outstanding.last, last.seq == seq {
+            outstanding[outstanding.count - 1].count += 1
+        } else {
+            outstanding.append((seq, 1))
+        }
+    }
+
+    /// Records that a projection applied the event `seq` handed to it with ``applying(_:)``.
+    func applied(_ seq: Int64) {
+        condition.lock()
+        defer { condition.unlock() }
+        guard let index = outstanding.firstIndex(where: { $0.seq == seq }) else { return }
+        outstanding[index].count -= 1
+        var settled = false
+        while let first = outstanding.first, first.count == 0 {
+            outstanding.removeFirst()
+            settled = true
+        }
+        if settled { condition.broadcast() }
     }
 
     /// The highest seq known to the sequencer (submitted, in delivery, or delivered), or `nil` before a baseline.
     var highestKnownSeq: Int64? {
-        drain.withBacklog { $0.known < 0 ? nil : $0.known }
+        withBacklog { $0.known < 0 ? nil : $0.known }
     }
 
     /// Sets the seq after which delivery starts, if none was set yet.
     func setBaseline(_ seq: Int64) {
-        drain.withBacklog { backlog in
+        withBacklog { backlog in
             guard backlog.known < 0 else { return }
             backlog.known = seq
             backlog.taken = seq
@@ -71,26 +117,61 @@ final class EventSequencer: Sendable {
         return known
     }
 
-    /// Hands over the complete range `(after, through]` of committed events.
+    /// Hands over the complete range `(after, through]` of committed events and schedules its delivery; returns at
+    /// once.
     ///
     /// - Returns: how many of `events` were not known before (the rest overlapped earlier ranges).
     @discardableResult
     func submit(after: Int64, through: Int64, events: [EventRecord]) -> Int {
-        drain.withBacklog { $0.submit(after: after, through: through, events: events) }
+        let (added, schedule) = withBacklog { backlog -> (Int, Bool) in
+            let added = backlog.submit(after: after, through: through, events: events)
+            defer { isScheduled = true }
+            return (added, !isScheduled)
+        }
+        if schedule { queue.async { self.drain() } }
+        return added
     }
 
-    /// Delivers what is ready until every event up to `seq` went out, or returns early when the caller runs
-    /// inside a delivery or a projection callback that must not wait (see ``SerialDrain/run(until:)``).
+    /// Waits until every subscriber's callback has returned for every event up to `seq`, at most `timeout`.
     ///
-    /// - Returns: whether every event up to `seq` was delivered when it returned.
-    @discardableResult
-    func deliver(through seq: Int64) -> Bool {
-        drain.run(until: seq)
+    /// - Returns: whether they had; `false` at once on one of the library's executors (inside a callback), where
+    ///   waiting for delivery could wait for itself.
+    func waitForDelivery(through seq: Int64, timeout: Duration) -> Bool {
+        guard !FeedExecutor.isCurrent else { return lastDeliveredSeq >= seq }
+        let (seconds, attoseconds) = max(timeout, .zero).components
+        let deadline = Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) / 1e18)
+        condition.lock()
+        defer { condition.unlock() }
+        while settledSeq < seq {
+            if !condition.wait(until: deadline) { return settledSeq >= seq }
+        }
+        return true
+    }
+
+    /// Delivers ready batches, in seq order, until none is ready (a range still missing ends it: its submitter
+    /// schedules the next drain). Runs on `queue`.
+    private func drain() {
+        condition.lock()
+        while let batch = backlog.next() {
+            condition.unlock()
+            deliver(batch)
+            condition.lock()
+            backlog.finish(batch)
+            condition.broadcast()
+        }
+        isScheduled = false
+        condition.unlock()
+    }
+
+    private func withBacklog<Result>(_ body: (inout Backlog) throws -> Result) rethrows -> Result {
+        condition.lock()
+        defer { condition.unlock() }
+        return try body(&backlog)
     }
 
     // MARK: - Backlog
 
-    struct Backlog: DrainBacklog {
+    struct Backlog {
         struct Range {
             let after: Int64
             let through: Int64
@@ -128,10 +209,6 @@ final class EventSequencer: Sendable {
 
         mutating func finish(_ work: Batch) {
             if work.through > delivered { delivered = work.through }
-        }
-
-        func isDone(_ ticket: Int64) -> Bool {
-            delivered >= ticket
         }
     }
 }

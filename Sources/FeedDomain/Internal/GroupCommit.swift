@@ -45,9 +45,9 @@ internal import Synchronization
 /// PostgreSQL batch ends with a WAL flush), a leader first waits — at most ``gatheringWindow``, yielding — for as
 /// many units as the last batch held.
 ///
-/// A leader runs no callback and waits only for the writer connection and the database's locks; it marks its
-/// thread as holding the ``DrainLevel/writer`` role (the lowest level), so any thread — even one delivering
-/// events or running a projection — may wait for it without closing a cycle (see `Docs/Architecture.md`).
+/// A leader runs no callback and waits only for the writer connection and the database's locks, so any thread —
+/// even one of the library's executors, running a callback — may wait for it without closing a cycle (see
+/// `Docs/Architecture.md`).
 final class GroupCommit: Sendable {
     /// The most units one transaction takes: bounds the leader's latency and its memory.
     static let maximumBatch = 256
@@ -184,8 +184,6 @@ final class GroupCommit: Sendable {
 
     /// Runs `own` and the units queued behind it in one batch, then hands the slot on (or gives it up).
     private func lead(with own: Unit) {
-        let previous = DrainContext.enter(.writer)
-        defer { DrainContext.restore(previous) }
         gather()
         var (batch, expected) = queueState.withLock { queue -> ([Unit], Int) in
             queue.taken += 1

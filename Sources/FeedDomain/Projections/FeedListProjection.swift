@@ -17,8 +17,9 @@ public import FeedCore
 /// ```
 ///
 /// Every like committed through the same ``EventBridge`` — from a detail projection, the CLI's service or another
-/// process's change read by the sync feed — is applied to the loaded posts by the time its command returns: the
-/// count comes from the event, nothing is re-read.
+/// process's change read by the sync feed — is applied to the loaded posts when the bridge delivers it, on the
+/// projection's own queue (``EventBridge/waitForDelivery(through:timeout:)`` waits for that): the count comes from
+/// the event, nothing is re-read.
 public final class FeedListProjection: Sendable {
     /// Everything the feed list shows.
     public struct State: Sendable, Hashable {
@@ -82,7 +83,10 @@ public final class FeedListProjection: Sendable {
             reduce: Self.reduce,
             run: { effect in Self.run(effect, client: client) })
         self.loop = loop
-        subscription = client.bridge.changes.sink { [weak loop] event in loop?.send(.eventReceived(event)) }
+        let sequencer = client.bridge.sequencer
+        subscription = client.bridge.changes.sink { [weak loop] event in
+            loop?.apply(.eventReceived(event), seq: event.seq, sequencer: sequencer)
+        }
     }
 
     /// Reads one property of the state (seed 002): `feed(\.likedPostIDs)`.

@@ -5,8 +5,9 @@ public import FeedCore
 /// The detail screen of seed 004: one post, whether the viewer likes it, its count, and the like actions.
 ///
 /// Like, unlike and toggle run as effects through the `feedClient` dependency and answer with
-/// ``Action/commandResponse(_:)``; the committed event then reaches every feed projection on the same bridge
-/// before ``send(_:)`` returns.
+/// ``Action/commandResponse(_:)``: the detail's own state is right when ``send(_:)`` returns, and the committed event
+/// reaches every feed projection on the same bridge when the bridge delivers it, moments later
+/// (``EventBridge/waitForDelivery(through:timeout:)`` with ``State/lastAppliedSeq`` waits for that).
 ///
 /// ```swift
 /// let detail = PostDetailProjection(postID: "post2", viewerID: "user1")
@@ -82,7 +83,10 @@ public final class PostDetailProjection: Sendable {
             reduce: Self.reduce,
             run: { effect in Self.run(effect, client: client) })
         self.loop = loop
-        subscription = client.bridge.changes.sink { [weak loop] event in loop?.send(.eventReceived(event)) }
+        let sequencer = client.bridge.sequencer
+        subscription = client.bridge.changes.sink { [weak loop] event in
+            loop?.apply(.eventReceived(event), seq: event.seq, sequencer: sequencer)
+        }
     }
 
     /// Reads one property of the state (seed 002): `detail(\.liked)`.

@@ -126,8 +126,8 @@ public final class FeedService: Sendable {
     ///
     /// Commands from callers on other threads that overlap this call may share its transaction (group commit);
     /// each caller's commands still commit or fail together, and a failure in one caller's commands fails only
-    /// that caller. The call returns once the transaction holding its commands committed and its events were
-    /// delivered.
+    /// that caller. The call returns once the transaction holding its commands committed; its events reach the
+    /// bridge's subscribers on the delivery executor (``waitForDelivery(through:timeout:)``).
     ///
     /// - Returns: one result per command, in order.
     public func perform(_ commands: [LikeCommand]) throws(FeedError) -> [LikeResult] {
@@ -139,7 +139,6 @@ public final class FeedService: Sendable {
         let unit = group.run(commands, now: date.now)
         switch unit.outcome {
         case .success(let results):
-            if let last = unit.lastSeq { bridge.sequencer.deliver(through: last) }
             return results
         case .failure(let error):
             throw error
@@ -228,17 +227,13 @@ public final class FeedService: Sendable {
 
     // MARK: - Internals
 
-    /// Runs `body` in a write transaction, then publishes the events it appended (plus any other process's events
-    /// committed since the highest seq known here) in seq order, after the commit.
+    /// Runs `body` in a write transaction and hands the events it appended (plus any other process's events
+    /// committed since the highest seq known here) to the delivery executor; returns once it committed.
     ///
     /// The committed range is handed to the sequencer while the writer connection is still held, so local ranges
-    /// reach it in commit order; a failed `COMMIT` hands over nothing. Delivery happens after the writer is
-    /// released: subscribers' callbacks may run commands of their own. The call returns once the events were
-    /// delivered — unless it runs inside a delivery or a projection callback that must not wait (see
-    /// ``SerialDrain``), where the delivering thread sends them right after the current callbacks.
+    /// reach it in commit order; a failed `COMMIT` hands over nothing. The call never waits for delivery.
     func commit<T>(value: String?, _ body: (any FeedTransaction, inout [EventRecord]) throws -> T) throws(FeedError) -> T {
         let sequencer = bridge.sequencer
-        var ticket: Int64?
         let result: T
         do {
             // The body may run more than once (a backend retries serialization failures): its events start empty
@@ -254,14 +249,12 @@ public final class FeedService: Sendable {
                 afterCommit: { committed in
                     if let last = committed.events.last?.seq {
                         sequencer.submit(after: committed.after, through: last, events: committed.events)
-                        ticket = last
                     }
                 }
             ).value
         } catch {
             throw FeedError.wrap(error, value: value)
         }
-        if let ticket { sequencer.deliver(through: ticket) }
         return result
     }
 

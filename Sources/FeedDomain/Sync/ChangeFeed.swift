@@ -167,8 +167,8 @@ public final class ChangeFeed: Sendable {
 
     /// Stops watching and returns once the thread has ended its current step (waiting at most 5 seconds).
     ///
-    /// Called on the feed's own thread — from a subscriber running during the feed's delivery, or from an
-    /// ``errors`` sink — it returns at once, and the thread ends after its current step.
+    /// Called on the feed's own thread — from an ``errors`` sink — it returns at once, and the thread ends after its
+    /// current step.
     public func stop() {
         let runs = state.withLock { state -> [Run] in
             if let current = state.current {
@@ -195,7 +195,7 @@ public final class ChangeFeed: Sendable {
         return runs.allSatisfy { $0.isCurrentThread || $0.finished.wait(timeout: deadline) == .success }
     }
 
-    /// Checks the database now and publishes what other processes committed, on the calling thread.
+    /// Checks the database now and hands what other processes committed to the bridge's delivery executor.
     ///
     /// - Returns: how many events were published.
     @discardableResult

@@ -189,7 +189,7 @@ public final class DurableSubscriber: Sendable {
             self.delivery = delivery
             self.rebuild = rebuild
             self.signals = signals
-            self.queue = DispatchQueue(label: "FeedSync.DurableSubscriber")
+            self.queue = FeedExecutor.makeQueue(label: "FeedSync.DurableSubscriber")
         }
 
         func cursor() throws(FeedError) -> Int64 {
@@ -256,9 +256,9 @@ public final class DurableSubscriber: Sendable {
             // The pass in progress on this thread goes on to the end of the log (unless stopped).
             if insideOwnPass { return 0 }
             try holdNameIfExclusive()
-            if !DrainContext.mayWait(for: .subscriberPass) {
-                // Another subscriber's pass (it may hold the writer inside its transaction) or a delivery or
-                // projection callback (a pass may wait for delivery): waiting here could close a cycle of waits.
+            if FeedExecutor.isCurrent || service.backend.isWritingOnCurrentThread {
+                // Inside a callback (code on an executor never waits for another), or inside a write transaction (a
+                // pass needs the writer): schedule the pass instead of waiting for it.
                 schedulePass(liveOnly: false)
                 return 0
             }
@@ -328,11 +328,7 @@ public final class DurableSubscriber: Sendable {
                 return state.stopEpoch
             }
             guard let epoch else { return 0 }
-            let outer = DrainContext.enter(.subscriberPass)
-            defer {
-                DrainContext.restore(outer)
-                live.withLock { $0.passThread = nil }
-            }
+            defer { live.withLock { $0.passThread = nil } }
             let stopped = { [live] in live.withLock { $0.stopEpoch != epoch } }
 
             var applied = 0

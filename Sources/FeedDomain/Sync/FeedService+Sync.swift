@@ -3,7 +3,7 @@ public import Foundation
 
 extension FeedService {
     /// Publishes, through ``bridge``, every event committed since the last published one — by any process — in seq
-    /// order, each once.
+    /// order, each once: hands them to the delivery executor and returns (``waitForDelivery(through:timeout:)``).
     ///
     /// ``ChangeFeed`` calls this whenever the database changes; call it yourself to sync on demand (for example
     /// when an app comes to the foreground). Events this process committed through the service are already
@@ -37,9 +37,22 @@ extension FeedService {
             }
             guard let last = events.last?.seq else { return total }
             total += sequencer.submit(after: known, through: last, events: events)
-            sequencer.deliver(through: last)
             if events.count < batchSize { return total }
         }
+    }
+
+    /// Waits until every subscriber of ``bridge`` has been handed every event up to `seq` (see
+    /// ``EventBridge/waitForDelivery(through:timeout:)``): after a command, for a view that must show what it did.
+    ///
+    /// ```swift
+    /// let result = try service.like(userID: "alice", postID: "post2")
+    /// if let seq = result.seq { service.waitForDelivery(through: seq) }   // every projection shows it now
+    /// ```
+    ///
+    /// - Returns: whether they had within `timeout`.
+    @discardableResult
+    public func waitForDelivery(through seq: Int64, timeout: Duration = .seconds(10)) -> Bool {
+        bridge.waitForDelivery(through: seq, timeout: timeout)
     }
 
     /// Deletes events with `seq <= seq` from the log. Subscribers whose cursor is older are told to rebuild.
