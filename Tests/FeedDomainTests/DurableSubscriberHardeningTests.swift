@@ -151,6 +151,7 @@ import Testing
         let dir = TemporaryDirectory()
         guard let service = try makeService(in: dir, on: backend) else { return }
         for i in 0..<20 { _ = try service.toggle(userID: "user1", postID: "post\(1 + i % 3)") }
+        service.settle()  // delivered before the subscriber starts: no live pass is queued ahead of its own
         let seen = LockedLog<Int64>()
         let nestedCatchUps = LockedLog<Int>()
         let handle = Box<DurableSubscriber?>(nil)
@@ -190,6 +191,8 @@ import Testing
         let service = try makeService(in: dir)
         try service.store.write { db in try db.execute("CREATE TABLE applied (seq INTEGER PRIMARY KEY)") }
         for i in 0..<20 { _ = try service.toggle(userID: "user1", postID: "post\(1 + i % 3)") }
+        // Delivered before the subscriber starts, so that only start()'s own pass runs (no live pass queued).
+        service.settle()
         let handle = Box<DurableSubscriber?>(nil)
         let subscriber = DurableSubscriber(
             name: "stopper", service: service, batchSize: 100,
@@ -211,6 +214,7 @@ import Testing
         let dir = TemporaryDirectory()
         guard let service = try makeService(in: dir, on: backend) else { return }
         for i in 0..<10 { _ = try service.toggle(userID: "user1", postID: "post\(1 + i % 3)") }
+        service.settle()  // delivered before the subscriber starts: no live pass is queued ahead of its own
         let seen = LockedLog<Int64>()
         let subscriber = DurableSubscriber(name: "signalled", service: service, delivery: .atLeastOnce { seen.append($0.seq) })
         let stopper = subscriber.signals.sink { [weak subscriber] signal in
@@ -305,6 +309,7 @@ import Testing
         let subscriber = mirrorSubscriber(service: service, rebuilds: rebuilds)
         let signals = Recorder(subscriber.signals)
         for i in 0..<12 { _ = try service.toggle(userID: "user\(1 + i % 3)", postID: "post\(1 + (i * 5) % 3)") }
+        service.settle()  // delivered before the subscriber starts: no live pass is queued ahead of its own
         try subscriber.catchUp()
         #expect(try mirrorRows(service) == likeRows(service))
         let cursorBeforeLoad = try subscriber.cursor()

@@ -11,9 +11,9 @@ extension FeedService {
     /// the buffered live events. Every `next()` returns everything already buffered, up to `maximumBatch` events, so
     /// a consumer that falls behind catches up in a few large batches.
     ///
-    /// Live events from other processes reach the bridge only while a ``ChangeFeed`` runs on this service (or when
-    /// someone calls ``publishCommittedEvents(batchSize:)``); without one, the stream sees them only as part of
-    /// the backlog, or when this process's next commit publishes them.
+    /// Live events include other processes' and machines' commits: while any stream of the service iterates, the
+    /// service runs one watch of the database for all of them (a ``ChangeFeed`` of its own, stopped without waiting
+    /// when the last stream ends).
     ///
     /// ```swift
     /// for try await batch in service.changes(after: lastSeenSeq) {
@@ -118,6 +118,8 @@ final class ChangeStream {
     private(set) var inbox: ChangeInbox?
     /// The bridge subscription; cancelled when the iteration ends, or when this object is released.
     private var subscription: AnyCancellable?
+    /// Whether this iteration holds the service's shared watch (``SharedChangeWatch``).
+    private var holdsWatch = false
 
     init(service: FeedService, after: Int64, maximumBatch: Int, source: AnyPublisher<EventRecord, Never>) {
         self.service = service
@@ -149,6 +151,9 @@ final class ChangeStream {
             // Subscribe before reading the log: whatever is committed after the read is then in the inbox. The sink
             // only appends and wakes the consumer; it never blocks the delivering thread.
             subscription = source.sink { [inbox] event in inbox.append(event) }
+            // Other processes' and machines' commits reach the bridge through the service's shared watch.
+            service.sharedWatch.retain(service: service)
+            holdsWatch = true
             phase = .backlog
         }
         while true {
@@ -202,6 +207,17 @@ final class ChangeStream {
         subscription?.cancel()
         subscription = nil
         inbox = nil
+        releaseWatch()
+    }
+
+    deinit {
+        releaseWatch()
+    }
+
+    private func releaseWatch() {
+        guard holdsWatch else { return }
+        holdsWatch = false
+        service.sharedWatch.release()
     }
 }
 

@@ -34,6 +34,8 @@ public final class FeedService: Sendable {
     private static let keyCacheLimit = 100_000
     /// Like commands from overlapping callers share one transaction.
     let group: GroupCommit
+    /// The watch of other processes' commits that the service's change streams share.
+    let sharedWatch = SharedChangeWatch()
 
     /// Creates a service over an open backend.
     ///

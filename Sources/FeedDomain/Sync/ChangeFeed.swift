@@ -121,7 +121,8 @@ public final class ChangeFeed: Sendable {
     }
 
     deinit {
-        stop()
+        // Never waits: the thread holds what it needs, not the feed, and ends after its current step.
+        requestStop()
     }
 
     /// Starts watching: publishes what was committed since the service's last published event, then follows.
@@ -179,6 +180,18 @@ public final class ChangeFeed: Sendable {
         }
         for run in runs { run.requestStop() }
         _ = Self.waitForThreads(of: runs, timeout: .seconds(5))
+    }
+
+    /// Asks the thread to end after its current step and returns at once.
+    func requestStop() {
+        let runs = state.withLock { state -> [Run] in
+            if let current = state.current {
+                state.stopping.append(current)
+                state.current = nil
+            }
+            return state.stopping
+        }
+        for run in runs { run.requestStop() }
     }
 
     /// Waits until the threads of stopped runs have ended (except the calling thread, when it is one of them); for
