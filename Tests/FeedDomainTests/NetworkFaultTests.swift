@@ -300,6 +300,14 @@ import Testing
             for writer in writers where !writer.lines.wait(seconds: 30, until: { $0.contains { $0.hasPrefix("ack") } }) {
                 problems.append("a writer acknowledged nothing before the faults: \(writer.lines.values.prefix(3))")
             }
+            // `events --follow` has opened its database (a fault while it starts ends it with exit 75, as documented):
+            // it printed an event committed after the writers began.
+            worker.step("waiting for events --follow to print a change")
+            if let ready = try? direct.toggle(userID: "user20", postID: "post50").seq,
+                !follower.lines.wait(seconds: 60, until: { Self.seqs($0).contains(ready) })
+            {
+                problems.append("events --follow printed nothing before the faults: \(follower.lines.values.prefix(3))")
+            }
             var random = FaultRandom(seed: seed)
             let end = ContinuousClock.now + .seconds(seconds)
             while ContinuousClock.now < end {
