@@ -171,19 +171,17 @@ public final class ChangeFeed: Sendable {
     /// Called on the feed's own thread — from an ``errors`` sink — it returns at once, and the thread ends after its
     /// current step.
     public func stop() {
-        let runs = state.withLock { state -> [Run] in
-            if let current = state.current {
-                state.stopping.append(current)
-                state.current = nil
-            }
-            return state.stopping
-        }
-        for run in runs { run.requestStop() }
-        _ = Self.waitForThreads(of: runs, timeout: .seconds(5))
+        _ = Self.waitForThreads(of: stopRuns(), timeout: .seconds(5))
     }
 
     /// Asks the thread to end after its current step and returns at once.
     func requestStop() {
+        stopRuns()
+    }
+
+    /// Asks every run's thread to end after its current step; returns the runs whose threads may still run.
+    @discardableResult
+    private func stopRuns() -> [Run] {
         let runs = state.withLock { state -> [Run] in
             if let current = state.current {
                 state.stopping.append(current)
@@ -192,6 +190,7 @@ public final class ChangeFeed: Sendable {
             return state.stopping
         }
         for run in runs { run.requestStop() }
+        return runs
     }
 
     /// Waits until the threads of stopped runs have ended (except the calling thread, when it is one of them); for
