@@ -23,7 +23,7 @@ internal import Foundation
 /// - **The event log**: seqs come from the one-row `event_log_head`, whose row lock — the last lock a transaction
 ///   takes, held from its event append to its commit — orders event-writing commits, so seqs are dense and in
 ///   commit order (see ``FeedTransaction/appendEvents(_:)`` and `Docs/Storage.md`).
-/// - **Like batches**: ``FeedTransaction/applyLikeUnits(_:)`` runs a group-commit batch as one call of the
+/// - **Like batches**: ``FeedTransaction/applyLikes(_:)`` runs a group-commit batch as one call of the
 ///   `feedsync_apply_likes` function (migrations 0003 and 0004): posts, then users, locked in key order, units
 ///   isolated, events last.
 /// - **Times** are stored as BIGINT milliseconds since 1970, as in SQLite, so every date round-trips identically.
@@ -165,7 +165,7 @@ public final class PostgresBackend: FeedBackend {
         var attempt = 1
         while true {
             let outcome: WriteOutcome<T> = try withConnection { connection in
-                try Self.attemptWrite(body, on: connection, location: location, likeBatches: options.likeBatches)
+                try Self.attemptWrite(body, on: connection, location: location)
             }
             switch outcome {
             case .committed(let value, let lastSeq):
@@ -187,10 +187,10 @@ public final class PostgresBackend: FeedBackend {
     }
 
     private static func attemptWrite<T>(
-        _ body: (any FeedTransaction) throws -> T, on connection: PostgresConnection, location: String, likeBatches: Bool
+        _ body: (any FeedTransaction) throws -> T, on connection: PostgresConnection, location: String
     ) throws -> WriteOutcome<T> {
         try control(connection, "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE", location: location)
-        let transaction = PostgresTransaction(connection: connection, access: .write, location: location, likeBatches: likeBatches)
+        let transaction = PostgresTransaction(connection: connection, access: .write, location: location)
         defer { transaction.invalidate() }
         let value: T
         do {
@@ -275,12 +275,7 @@ public final class PostgresBackend: FeedBackend {
     /// second batch in flight does its row work meanwhile and queues only for the `event_log_head` row. More
     /// transactions at once would each pay a flush of their own, serialized on the head, where grouping their
     /// callers shares one.
-    ///
-    /// One without like batches (``PostgresOptions/likeBatches`` off): statement by statement, a batch locks each
-    /// like and then its post in command order, with no order between batches, so two batches in flight deadlock
-    /// (the group-commit test of this path — 8 threads × 300 toggles on 3 posts — failed commands other than its
-    /// unknown posts and ran past its 60 s bound with two); one at a time they cannot.
-    public var concurrentWriteTransactions: Int { options.likeBatches ? min(2, options.maximumConnections) : 1 }
+    public var concurrentWriteTransactions: Int { min(2, options.maximumConnections) }
 
     private func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         do {

@@ -29,19 +29,12 @@ public struct PostgresOptions: Sendable, Hashable {
     /// How long a call waits for a pooled connection when all are busy before failing with
     /// ``StorageError/busy(_:)`` (SQLSTATE `53300`).
     public var poolTimeout: Duration
-    /// Whether a group-commit batch of like commands runs as one call of `feedsync_apply_likes` (one round trip;
-    /// the default). `false` runs it statement by statement — each command's `DELETE`/`INSERT`, its count, then all
-    /// the events in one `appendEvents` (events last) — at several round trips per command, and one batch at a
-    /// time per process (without the function's posts-first lock order two batches could deadlock; other
-    /// processes' batches still can, and are retried): for comparison, or while investigating the function.
-    public var likeBatches: Bool
 
     /// Options with FeedSync's defaults: 10 connections, 15 s statement timeout, 20 s response timeout, 5 attempts,
-    /// 10 s to connect, 30 s to wait for a connection, like batches in one statement.
+    /// 10 s to connect, 30 s to wait for a connection.
     public init(
         maximumConnections: Int = 10, statementTimeout: Duration? = .seconds(15), responseTimeout: Duration? = .seconds(20),
-        retryLimit: Int = 5, connectTimeout: Duration = .seconds(10), poolTimeout: Duration = .seconds(30),
-        likeBatches: Bool = true
+        retryLimit: Int = 5, connectTimeout: Duration = .seconds(10), poolTimeout: Duration = .seconds(30)
     ) {
         self.maximumConnections = maximumConnections
         self.statementTimeout = statementTimeout
@@ -49,7 +42,6 @@ public struct PostgresOptions: Sendable, Hashable {
         self.retryLimit = retryLimit
         self.connectTimeout = connectTimeout
         self.poolTimeout = poolTimeout
-        self.likeBatches = likeBatches
     }
 }
 

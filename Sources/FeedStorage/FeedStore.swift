@@ -22,6 +22,8 @@ public final class FeedStore: Sendable {
     public let migrator: Migrator
     /// How the store was opened.
     public let mode: OpenMode
+    /// User and post keys for like commands (``SQLiteTransaction/applyLikes(_:)``).
+    let likeKeys = LikeKeyCache()
 
     /// How opening a store treats the database's schema. Every mode first validates the database with
     /// ``Migrator/pendingMigrations(_:)`` — before anything writes to the file, even before it is switched to WAL —

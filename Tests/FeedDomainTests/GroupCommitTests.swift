@@ -154,18 +154,6 @@ private final class Calls: Sendable {
         try checkConcurrentCallers(service)
     }
 
-    /// PostgreSQL without like batches (`PostgresOptions.likeBatches = false`): the domain's statement-by-statement
-    /// path that drafts the events and appends them last, in one `appendEvents`, after the batch's row work.
-    @Test func concurrentCallersWithoutLikeBatchesOnPostgreSQL() throws {
-        let dir = TemporaryDirectory()
-        guard let url = try TestBackend.postgresql.makeLocation(in: dir, "no_like_batches") else { return }
-        _ = try makeService(at: url)
-        let backend = try PostgresBackend(url: url, options: PostgresOptions(likeBatches: false))
-        let service = try FeedService(backend: backend)
-        defer { service.close() }
-        try checkConcurrentCallers(service)
-    }
-
     /// 8 threads × 300 toggles, one in ten of an unknown post: counts, log and delivery stay exact.
     private func checkConcurrentCallers(_ service: FeedService) throws {
         let seen = Recorder(service.bridge.changes.map(\.seq))

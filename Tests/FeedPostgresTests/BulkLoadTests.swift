@@ -1,5 +1,5 @@
 import FeedCore
-import FeedPostgres
+@testable import FeedPostgres
 import FeedTestSupport
 import Foundation
 import FeedTestThreads
@@ -59,27 +59,27 @@ import Testing
             #expect(try tx.replayBaseline() == ReplayBaseline(prunedThrough: 0, bulkGeneration: 1, bulkThrough: 1))
             #expect(try tx.post(id: "post0")?.body == body)
             let liked = Dictionary(grouping: expectedLikes, by: { $0[1] }).mapValues(\.count)
-            for (post, count) in liked.prefix(20) { #expect(try tx.likeCount(postKey: post) == count) }
+            for (post, count) in liked.prefix(20) { #expect(try tx.pg.likeCount(postKey: post) == count) }
         }
         // Keys go on after the loaded ones, and the like-count trigger is back.
         let (user, post) = try write(backend) { tx -> (Int64, Int64) in
             _ = try tx.insertUser(id: "after", name: "", at: testTime)
             let created = try tx.insertPost(id: "after-post", authorID: "after", body: "x", at: testTime)
-            let keys = try tx.keys(userID: "after", postID: "after-post")
+            let keys = try tx.pg.keys(userID: "after", postID: "after-post")
             #expect(created.sequence == Int64(postCount) + 1)
-            _ = try tx.insertLike(userKey: keys.user, postKey: keys.post, at: testTime)
+            _ = try tx.pg.insertLike(userKey: keys.user, postKey: keys.post, at: testTime)
             return keys
         }
         #expect(user == Int64(userCount) + 1)
-        #expect(try backend.readOnce { tx in try tx.likeCount(postKey: post) } == 1)
+        #expect(try backend.readOnce { tx in try tx.pg.likeCount(postKey: post) } == 1)
     }
 
     @Test func aSecondLoadSkipsLikesThatExistAlready() throws {
         guard let db = try TestDatabase.make("bulk_again") else { return }
         let backend = db.backend
         try seedUsersAndPost(backend)
-        let (user, post) = try backend.readOnce { tx in try tx.keys(userID: "u2", postID: "p1") }
-        try write(backend) { tx in _ = try tx.insertLike(userKey: user, postKey: post, at: testTime) }
+        let (user, post) = try backend.readOnce { tx in try tx.pg.keys(userID: "u2", postID: "p1") }
+        try write(backend) { tx in _ = try tx.pg.insertLike(userKey: user, postKey: post, at: testTime) }
         let added = try backend.bulkLoad { loader -> [Bool] in
             let newUser = try loader.addUser(id: "u3", name: "", createdAt: testTime)
             return [
@@ -91,7 +91,7 @@ import Testing
         }
         #expect(added == [false, true, false, true])
         try backend.read { tx throws in
-            #expect(try tx.likeCount(postKey: post) == 3)
+            #expect(try tx.pg.likeCount(postKey: post) == 3)
             #expect(try tx.counts().likes == 3)
             #expect(try tx.invariantViolations().isEmpty)
         }
@@ -135,8 +135,8 @@ import Testing
             #expect(try tx.invariantViolations().isEmpty)
         }
         // The trigger came back with the rollback.
-        let (user, post) = try backend.readOnce { tx in try tx.keys(userID: "u2", postID: "p1") }
-        try write(backend) { tx in _ = try tx.insertLike(userKey: user, postKey: post, at: testTime) }
-        #expect(try backend.readOnce { tx in try tx.likeCount(postKey: post) } == 1)
+        let (user, post) = try backend.readOnce { tx in try tx.pg.keys(userID: "u2", postID: "p1") }
+        try write(backend) { tx in _ = try tx.pg.insertLike(userKey: user, postKey: post, at: testTime) }
+        #expect(try backend.readOnce { tx in try tx.pg.likeCount(postKey: post) } == 1)
     }
 }

@@ -1,5 +1,5 @@
 import FeedCore
-import FeedPostgres
+@testable import FeedPostgres
 import FeedTestSupport
 import Foundation
 import FeedTestThreads
@@ -117,7 +117,7 @@ import Testing
             #expect(throws: StorageError.readOnly(path: location)) { try tx.execute("DELETE FROM likes") }
         }
         try db.backend.readOnce { tx throws in
-            #expect(throws: StorageError.readOnly(path: location)) { try tx.insertLike(userKey: 1, postKey: 1, at: testTime) }
+            #expect(throws: StorageError.readOnly(path: location)) { try tx.pg.insertLike(userKey: 1, postKey: 1, at: testTime) }
             // The session is read-only outside write transactions, so your own SQL cannot write either.
             #expect(throws: StorageError.readOnly(path: location)) { try tx.execute("DELETE FROM users") }
         }

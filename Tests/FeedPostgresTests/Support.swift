@@ -1,6 +1,6 @@
 // Helpers shared by the PostgreSQL backend tests.
 import FeedCore
-import FeedPostgres
+@testable import FeedPostgres
 import FeedTestSupport
 import Foundation
 import Testing
@@ -130,4 +130,9 @@ func terminateFeedSyncSessions(_ db: TestDatabase) throws {
     let sessions = try feedSyncSessions(db)
     for pid in sessions { try db.admin("SELECT pg_terminate_backend($1::int)", [.integer(pid)]) }
     try waitUntil("the terminated sessions are gone") { try feedSyncSessions(db).isEmpty }
+}
+
+extension FeedTransaction {
+    /// The PostgreSQL transaction behind the seam, for its row-level operations.
+    var pg: PostgresTransaction { self as! PostgresTransaction }
 }

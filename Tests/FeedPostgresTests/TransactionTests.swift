@@ -1,5 +1,5 @@
 import FeedCore
-import FeedPostgres
+@testable import FeedPostgres
 import FeedTestSupport
 import Foundation
 import FeedTestThreads
@@ -9,12 +9,12 @@ import Testing
     @Test func likingAndUnlikingAreIdempotentAndKeepTheCount() throws {
         guard let db = try TestDatabase.make("tx_likes") else { return }
         try seedUsersAndPost(db.backend)
-        let (user, post) = try db.backend.readOnce { tx in try tx.keys(userID: "u2", postID: "p1") }
+        let (user, post) = try db.backend.readOnce { tx in try tx.pg.keys(userID: "u2", postID: "p1") }
         try write(db.backend) { tx throws in
-            #expect(try tx.insertLike(userKey: user, postKey: post, at: testTime))
-            #expect(try !tx.insertLike(userKey: user, postKey: post, at: testTime))
-            #expect(try tx.likeCount(postKey: post) == 1)
-            _ = try tx.appendLikeChange(.liked, userID: "u2", postID: "p1", postKey: post, at: testTime)
+            #expect(try tx.pg.insertLike(userKey: user, postKey: post, at: testTime))
+            #expect(try !tx.pg.insertLike(userKey: user, postKey: post, at: testTime))
+            #expect(try tx.pg.likeCount(postKey: post) == 1)
+            _ = try tx.pg.appendLikeChange(.liked, userID: "u2", postID: "p1", postKey: post, at: testTime)
         }
         try db.backend.read { tx throws in
             #expect(try tx.likeExists(userKey: user, postKey: post))
@@ -23,34 +23,34 @@ import Testing
             #expect(try tx.post(id: "p1")?.likeCount == 1)
         }
         try write(db.backend) { tx throws in
-            #expect(try tx.deleteLike(userKey: user, postKey: post))
-            #expect(try !tx.deleteLike(userKey: user, postKey: post))
-            #expect(try tx.likeCount(postKey: post) == 0)
-            _ = try tx.appendLikeChange(.unliked, userID: "u2", postID: "p1", postKey: post, at: testTime)
+            #expect(try tx.pg.deleteLike(userKey: user, postKey: post))
+            #expect(try !tx.pg.deleteLike(userKey: user, postKey: post))
+            #expect(try tx.pg.likeCount(postKey: post) == 0)
+            _ = try tx.pg.appendLikeChange(.unliked, userID: "u2", postID: "p1", postKey: post, at: testTime)
         }
         // A toggle, twice: like, then unlike.
         for expected in [true, false] {
             try write(db.backend) { tx throws in
                 let liked = try tx.likeExists(userKey: user, postKey: post)
                 if liked {
-                    _ = try tx.deleteLike(userKey: user, postKey: post)
+                    _ = try tx.pg.deleteLike(userKey: user, postKey: post)
                 } else {
-                    _ = try tx.insertLike(userKey: user, postKey: post, at: testTime)
+                    _ = try tx.pg.insertLike(userKey: user, postKey: post, at: testTime)
                 }
-                _ = try tx.appendLikeChange(liked ? .unliked : .liked, userID: "u2", postID: "p1", postKey: post, at: testTime)
+                _ = try tx.pg.appendLikeChange(liked ? .unliked : .liked, userID: "u2", postID: "p1", postKey: post, at: testTime)
             }
             #expect(try db.backend.readOnce { tx in try tx.likeExists(userKey: user, postKey: post) } == expected)
         }
         try db.backend.read { tx throws in
             #expect(try tx.events(after: 0, limit: nil).map(\.likeCount) == [1, 0, 1, 0])
-            #expect(try tx.likeCount(postKey: post) == 0)
+            #expect(try tx.pg.likeCount(postKey: post) == 0)
             #expect(try tx.invariantViolations().isEmpty)
         }
         #expect(throws: StorageError.userNotFound("nobody")) {
-            try db.backend.readOnce { tx in try tx.keys(userID: "nobody", postID: "p1") }
+            try db.backend.readOnce { tx in try tx.pg.keys(userID: "nobody", postID: "p1") }
         }
         #expect(throws: StorageError.postNotFound("nothing")) {
-            try db.backend.readOnce { tx in try tx.keys(userID: "u1", postID: "nothing") }
+            try db.backend.readOnce { tx in try tx.pg.keys(userID: "u1", postID: "nothing") }
         }
     }
 
@@ -64,8 +64,8 @@ import Testing
             for (index, seconds) in times.enumerated() {
                 _ = try tx.insertPost(id: "p\(index)", authorID: "author", body: "post \(index)", at: Date(timeIntervalSince1970: seconds))
             }
-            let (viewer, liked) = try tx.keys(userID: "viewer", postID: "p2")
-            _ = try tx.insertLike(userKey: viewer, postKey: liked, at: testTime)
+            let (viewer, liked) = try tx.pg.keys(userID: "viewer", postID: "p2")
+            _ = try tx.pg.insertLike(userKey: viewer, postKey: liked, at: testTime)
         }
         let viewer = try db.backend.readOnce { tx in try tx.userKey(for: "viewer") }
         var pages: [[FeedRow]] = []
@@ -240,9 +240,9 @@ import Testing
         guard let db = try TestDatabase.make("tx_invariants") else { return }
         try seedUsersAndPost(db.backend, users: 3)
         try write(db.backend) { tx throws in
-            let (user, post) = try tx.keys(userID: "u3", postID: "p1")
-            _ = try tx.insertLike(userKey: user, postKey: post, at: testTime)
-            _ = try tx.appendLikeChange(.liked, userID: "u3", postID: "p1", postKey: post, at: testTime)
+            let (user, post) = try tx.pg.keys(userID: "u3", postID: "p1")
+            _ = try tx.pg.insertLike(userKey: user, postKey: post, at: testTime)
+            _ = try tx.pg.appendLikeChange(.liked, userID: "u3", postID: "p1", postKey: post, at: testTime)
         }
         #expect(try db.backend.read { tx in try tx.counts() } == FeedCounts(users: 3, posts: 1, likes: 1, events: 1))
         #expect(try db.backend.read { tx in try tx.invariantViolations() }.isEmpty)
@@ -290,80 +290,5 @@ import Testing
         // Nothing to append takes no seq.
         #expect(try write(db.backend) { tx in try tx.appendEvents([]) }.isEmpty)
         #expect(try db.backend.readOnce { tx in try tx.lastSeq() } == Int64(1 + drafts.count))
-    }
-}
-
-/// `applyLikeUnits`: a batch of several callers' units in one statement (`feedsync_apply_likes`).
-@Suite(.ownThreads) struct ApplyLikeUnitsTests {
-    @Test func eachUnitCommitsOrFailsAloneAndTheEventsTakeConsecutiveSeqsInOrder() throws {
-        guard let db = try TestDatabase.make("tx_apply_likes") else { return }
-        try seedUsersAndPost(db.backend, users: 3)
-        try write(db.backend) { tx in _ = try tx.insertPost(id: "p2", authorID: "u1", body: "second", at: testTime) }
-        let before = try db.backend.readOnce { tx in try tx.lastSeq() }
-        let units = [
-            // A: like p1, toggle p1 twice (like → unlike → like again would be three; two toggles of u2 on p2).
-            LikeUnit(
-                operations: [
-                    LikeCommand(.like, userID: "u2", postID: "p1"), LikeCommand(.like, userID: "u2", postID: "p1"),
-                    LikeCommand(.toggle, userID: "u2", postID: "p2"), LikeCommand(.toggle, userID: "u2", postID: "p2"),
-                ], at: testTime),
-            // B: a like that would stick, then an unknown post: all of B is undone.
-            LikeUnit(
-                operations: [LikeCommand(.like, userID: "u3", postID: "p2"), LikeCommand(.like, userID: "u3", postID: "nope")],
-                at: testTime),
-            // C: an unknown user.
-            LikeUnit(operations: [LikeCommand(.unlike, userID: "ghost", postID: "p1")], at: testTime),
-            // D: unlike what is not liked (no change), then a toggle of p1 by u3.
-            LikeUnit(
-                operations: [LikeCommand(.unlike, userID: "u3", postID: "p1"), LikeCommand(.toggle, userID: "u3", postID: "p1")],
-                at: testTime),
-        ]
-        let outcomes = try write(db.backend) { tx in try #require(try tx.applyLikeUnits(units)) }
-        #expect(outcomes.count == 4)
-        let a = try outcomes[0].get()
-        #expect(a.map(\.liked) == [true, true, true, false])
-        #expect(a.map(\.likeCount) == [1, 1, 1, 0])
-        #expect(a.map { $0.event?.seq } == [before + 1, nil, before + 2, before + 3])
-        #expect(a.compactMap { $0.event?.kind } == [.liked, .liked, .unliked])
-        #expect(throws: StorageError.postNotFound("nope")) { try outcomes[1].get() }
-        #expect(throws: StorageError.userNotFound("ghost")) { try outcomes[2].get() }
-        let d = try outcomes[3].get()
-        #expect(d.map(\.liked) == [false, true])
-        #expect(d.map(\.likeCount) == [1, 2])
-        #expect(d.map { $0.event?.seq } == [nil, before + 4])
-
-        try db.backend.read { tx throws in
-            #expect(try tx.allLikes() == [LikePair(userID: "u2", postID: "p1"), LikePair(userID: "u3", postID: "p1")])
-            #expect(try tx.post(id: "p1")?.likeCount == 2)
-            #expect(try tx.post(id: "p2")?.likeCount == 0, "B's like of p2 was undone with B")
-            let events = try tx.events(after: before, limit: nil)
-            #expect(events.map(\.seq) == Array((before + 1)...(before + 4)))
-            #expect(events == a.compactMap(\.event) + d.compactMap(\.event))
-            #expect(try tx.invariantViolations().isEmpty)
-        }
-    }
-
-    @Test func aLoneUnitsFailureFailsTheTransactionWithTheTypedError() throws {
-        guard let db = try TestDatabase.make("tx_apply_likes_alone") else { return }
-        try seedUsersAndPost(db.backend)
-        let before = try db.backend.readOnce { tx in try tx.lastSeq() }
-        #expect(throws: StorageError.userNotFound("ghost")) {
-            try write(db.backend) { tx in
-                try tx.applyLikeUnits([LikeUnit(operations: [LikeCommand(.toggle, userID: "ghost", postID: "p1")], at: testTime)])
-            }
-        }
-        #expect(throws: StorageError.postNotFound("nope")) {
-            try write(db.backend) { tx in
-                try tx.applyLikeUnits([
-                    LikeUnit(
-                        operations: [LikeCommand(.like, userID: "u2", postID: "p1"), LikeCommand(.like, userID: "u2", postID: "nope")],
-                        at: testTime)
-                ])
-            }
-        }
-        try db.backend.read { tx throws in
-            #expect(try tx.allLikes().isEmpty)
-            #expect(try tx.lastSeq() == before)
-        }
     }
 }

@@ -24,9 +24,9 @@ import Testing
             for id in ["u1", "u2", "u3"] { _ = try tx.insertUser(id: id, name: "", at: testTime) }
             for id in ["p1", "p2", "p3"] { _ = try tx.insertPost(id: id, authorID: "u1", body: "hello", at: testTime) }
             for (user, post) in [("u1", "p1"), ("u1", "p2"), ("u1", "p3"), ("u2", "p1")] {
-                let keys = try tx.keys(userID: user, postID: post)
-                _ = try tx.insertLike(userKey: keys.user, postKey: keys.post, at: testTime)
-                _ = try tx.appendLikeChange(.liked, userID: user, postID: post, postKey: keys.post, at: testTime)
+                let keys = try tx.pg.keys(userID: user, postID: post)
+                _ = try tx.pg.insertLike(userKey: keys.user, postKey: keys.post, at: testTime)
+                _ = try tx.pg.appendLikeChange(.liked, userID: user, postID: post, postKey: keys.post, at: testTime)
             }
         }
         old.close()
@@ -38,12 +38,12 @@ import Testing
         let counts = { try PostgresAdmin.execute(url: database.url, "SELECT id, like_count FROM users ORDER BY id") }
         #expect(try counts() == [[.text("u1"), .integer(3)], [.text("u2"), .integer(1)], [.text("u3"), .integer(0)]])
         try write(backend) { tx throws in
-            let liked = try tx.keys(userID: "u3", postID: "p2")
-            #expect(try tx.insertLike(userKey: liked.user, postKey: liked.post, at: testTime))
-            _ = try tx.appendLikeChange(.liked, userID: "u3", postID: "p2", postKey: liked.post, at: testTime)
-            let unliked = try tx.keys(userID: "u1", postID: "p1")
-            #expect(try tx.deleteLike(userKey: unliked.user, postKey: unliked.post))
-            _ = try tx.appendLikeChange(.unliked, userID: "u1", postID: "p1", postKey: unliked.post, at: testTime)
+            let liked = try tx.pg.keys(userID: "u3", postID: "p2")
+            #expect(try tx.pg.insertLike(userKey: liked.user, postKey: liked.post, at: testTime))
+            _ = try tx.pg.appendLikeChange(.liked, userID: "u3", postID: "p2", postKey: liked.post, at: testTime)
+            let unliked = try tx.pg.keys(userID: "u1", postID: "p1")
+            #expect(try tx.pg.deleteLike(userKey: unliked.user, postKey: unliked.post))
+            _ = try tx.pg.appendLikeChange(.unliked, userID: "u1", postID: "p1", postKey: unliked.post, at: testTime)
         }
         #expect(try counts() == [[.text("u1"), .integer(2)], [.text("u2"), .integer(1)], [.text("u3"), .integer(1)]])
         #expect(try backend.read { tx in try tx.invariantViolations() } == [])

@@ -17,10 +17,6 @@ public protocol FeedTransaction: AnyObject {
     func insertPost(id: String, authorID: String, body: String, at time: Date) throws -> Post
     /// The key of a user, or `nil` when there is none.
     func userKey(for id: String) throws -> Int64?
-    /// The key of a post, or `nil` when there is none.
-    func postKey(for id: String) throws -> Int64?
-    /// The keys of a user and a post in one query. - Throws: `userNotFound`, `postNotFound`.
-    func keys(userID: String, postID: String) throws -> (user: Int64, post: Int64)
     /// A post, or `nil`.
     func post(id: String) throws -> Post?
     /// Every user, ordered by id.
@@ -35,16 +31,10 @@ public protocol FeedTransaction: AnyObject {
 
     // MARK: Likes
 
-    /// Adds a like; `false` when it existed (nothing written). Keeps the post's like count.
-    func insertLike(userKey: Int64, postKey: Int64, at time: Date) throws -> Bool
-    /// Removes a like; `false` when there was none. Keeps the post's like count.
-    func deleteLike(userKey: Int64, postKey: Int64) throws -> Bool
     /// Whether the user likes the post.
     func likeExists(userKey: Int64, postKey: Int64) throws -> Bool
     /// The ids of the posts the user likes.
     func likedPostIDs(userKey: Int64) throws -> Set<String>
-    /// A post's like count, or `nil` for no such post.
-    func likeCount(postKey: Int64) throws -> Int?
     /// Every like as a pair of ids.
     func allLikes() throws -> Set<LikePair>
 
@@ -68,26 +58,20 @@ public protocol FeedTransaction: AnyObject {
     /// another holds that row and waits for the head), and transactions do their row work in parallel, queueing
     /// only for the append and the commit. SQLite: its write transactions are one at a time anyway.
     func appendEvents(_ drafts: [EventDraft]) throws -> [EventRecord]
-    /// Applies several callers' like operations in this transaction, each unit isolated from the others (a unit
-    /// that fails — an unknown user or post — is undone alone, reported as `.failure`, and the rest go on), with one
-    /// event appended per change, last (as ``appendEvents(_:)``); returns one result per unit, in order.
+    /// Applies several callers' like commands in this transaction and returns one result per unit, in order: each
+    /// change writes the like, keeps the post's like count and appends one event carrying the count after it.
     ///
-    /// Returns `nil` when the backend has no faster way than its single-row operations (``insertLike(userKey:postKey:at:)``,
-    /// ``appendEvents(_:)`` …), which the caller then uses. PostgreSQL applies the whole batch in one statement
-    /// (one round trip), locking the batch's posts in key order before any like so that batches never deadlock.
-    /// - Throws: failures of the whole transaction (connection, serialization); unit failures are results.
-    func applyLikeUnits(_ units: [LikeUnit]) throws -> [Result<[LikeOutcome], StorageError>]?
-    /// Whether ``applyLikeUnits(_:)`` applies batches itself (PostgreSQL), so that a caller builds the units only
-    /// then.
-    var appliesLikeUnits: Bool { get }
-    /// Whether this backend needs a transaction's events appended after its last row change (PostgreSQL: the log's
-    /// lock must be the last lock a transaction takes). `false` (SQLite: one writer, no lock order to keep) lets the
-    /// domain append each like's event as it goes with ``appendLikeChange(_:userID:postID:postKey:at:)``, which
-    /// reads the post's count in the same statement.
-    var appendsEventsLast: Bool { get }
-    /// Appends a like or unlike event carrying the post's like count after the change (read in this transaction).
-    /// Call it last, as ``appendEvents(_:)``.
-    func appendLikeChange(_ kind: EventKind, userID: String, postID: String, postKey: Int64, at time: Date) throws -> EventRecord
+    /// A unit commits or fails as a whole. A unit that names an unknown user or post is reported as `.failure`
+    /// (``StorageError/userNotFound(_:)``, ``StorageError/postNotFound(_:)``) with nothing of it written, and the
+    /// others go on. Any other failure throws, and what the call wrote is then undone only by rolling back (the
+    /// caller runs each unit in its own ``savepoint(_:)`` to isolate one). Events are appended after the units' row
+    /// changes, as ``appendEvents(_:)`` requires; the call may be made again in the same transaction when the
+    /// backend runs one write transaction at a time (``FeedBackend/concurrentWriteTransactions`` is 1).
+    ///
+    /// SQLite applies the commands one statement at a time on its single writer; PostgreSQL applies the whole call
+    /// in one statement (one round trip), locking the posts in key order before any like so that calls never
+    /// deadlock.
+    func applyLikes(_ units: [LikeUnit]) throws -> [Result<[LikeOutcome], StorageError>]
     /// Events with `seq > after`, in order, up to `limit` (all when `nil`).
     func events(after seq: Int64, limit: Int?) throws -> [EventRecord]
     /// The last seq ever assigned (0 when none), pruned events included.
@@ -141,15 +125,6 @@ public protocol FeedTransaction: AnyObject {
 }
 
 extension FeedTransaction {
-    /// `nil`: no batch form; the caller applies the units with the single-row operations.
-    public func applyLikeUnits(_ units: [LikeUnit]) throws -> [Result<[LikeOutcome], StorageError>]? { nil }
-
-    /// `false`: no batch form (see ``applyLikeUnits(_:)``).
-    public var appliesLikeUnits: Bool { false }
-
-    /// `true`, the order every backend may rely on.
-    public var appendsEventsLast: Bool { true }
-
     /// The viewer's key, then the page: two statements, for backends where a statement is cheap (SQLite).
     public func feedPage(viewerID: String, before cursor: FeedCursor?, limit: Int) throws -> (viewerKey: Int64, rows: [FeedRow]) {
         guard let key = try userKey(for: viewerID) else { throw StorageError.userNotFound(viewerID) }

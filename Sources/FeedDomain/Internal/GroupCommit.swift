@@ -5,20 +5,16 @@ internal import Synchronization
 /// Group commit for like commands: callers that overlap share one write transaction.
 ///
 /// Each caller adds a **unit** (its commands, which must commit or fail together). Up to
-/// ``FeedBackend/concurrentWriteTransactions`` callers at once — one on SQLite, the pool's size on PostgreSQL —
-/// find a free slot and become **leaders**; a caller that finds every slot taken queues its unit and waits. A
-/// leader runs its own unit and every queued one (up to ``maximumBatch``) in one write transaction — a unit that
-/// fails (an unknown post, a constraint) is rolled back alone and fails only its caller: a unit resolves all its
-/// keys before it writes, so an unknown id rejects it with nothing to undo (``UnitRejected``); a unit that fails
-/// after writing makes the leader roll the batch back and run it again with each unit in its own `SAVEPOINT` —,
-/// appends the batch's events after the last row change (the log is the last lock a transaction takes, see
-/// ``FeedTransaction/appendEvents(_:)``), commits, hands the committed
-/// range of events to the sequencer while it still holds the writer connection, and wakes each caller of the
-/// batch on the caller's own semaphore (no broadcast: nobody wakes only to wait again). If units queued up
-/// meanwhile, it hands its slot to the oldest one's caller and returns; that caller leads the next batch. A
-/// caller never returns before the `COMMIT` that holds its command, and a failed `COMMIT` fails every unit of
-/// its batch. So on PostgreSQL concurrent callers run their row work in parallel, each on a connection of its
-/// own, and are grouped only beyond the pool's size; on SQLite, whose writer is one, they are grouped at once.
+/// ``FeedBackend/concurrentWriteTransactions`` callers at once — one on SQLite, two on PostgreSQL — find a free slot
+/// and become **leaders**; a caller that finds every slot taken queues its unit and waits. A leader runs its own unit
+/// and every queued one (up to ``maximumBatch``) in one write transaction through one
+/// ``FeedTransaction/applyLikes(_:)`` call, commits, hands the committed range of events to the sequencer while it
+/// still holds the writer, and wakes each caller of the batch on the caller's own semaphore (no broadcast: nobody
+/// wakes only to wait again). An unknown user or post fails its unit alone (the backend reports it with nothing of
+/// the unit written); any other failure of a unit makes the leader roll the batch back and run it again with each
+/// unit in its own `SAVEPOINT`. If units queued up meanwhile, the leader hands its slot to the oldest one's caller
+/// and returns; that caller leads the next batch. A caller never returns before the `COMMIT` that holds its
+/// command, and a failed `COMMIT` fails every unit of its batch.
 ///
 /// **Waiting: spin, then sleep.** A caller that queues its unit while the last batch took at most
 /// ``spinWorthwhile`` (SQLite: a batch of a few toggles takes 30–150 µs) first polls its unit's `ready` flag for up
@@ -30,7 +26,7 @@ internal import Synchronization
 /// holds no lock and only reads an atomic flag; it can delay nobody but the threads that share its processor, and
 /// `sched_yield` hands the processor to them.
 ///
-/// **Topping up.** Where the backend applies units one statement at a time (SQLite), a leader that has applied
+/// **Topping up.** Where the backend runs one write transaction at a time (SQLite), a leader that has applied
 /// its batch takes the units that queued meanwhile into the same transaction, again and again, before it commits
 /// (at most ``maximumBatch``; each caller has one unit in flight, so a batch holds at most one unit per calling
 /// thread). When none is waiting and the batch holds fewer units than the last one did, the leader waits for more —
@@ -40,8 +36,9 @@ internal import Synchronization
 /// 2 cores: 2.2 units per transaction and 33k ops/s without the wait, 3.6 and 35.6k with it; waiting before
 /// `BEGIN` instead: 3.6 and 31k).
 ///
-/// **Gathering before `BEGIN`.** Where the backend applies a batch at once, as one statement (PostgreSQL), there is
-/// nothing to top up: when the last batch held several units and took at least ``gatheringWorthwhile`` (a
+/// **Gathering before `BEGIN`.** Where several write transactions run at once (PostgreSQL), a second call in the
+/// same transaction would take post locks after the log's, the one lock order the backend must keep, so there is no
+/// topping up: when the last batch held several units and took at least ``gatheringWorthwhile`` (a
 /// PostgreSQL batch ends with a WAL flush), a leader first waits — at most ``gatheringWindow``, yielding — for as
 /// many units as the last batch held.
 ///
@@ -78,22 +75,9 @@ final class GroupCommit: Sendable {
         var likeUnit: LikeUnit { LikeUnit(operations: commands, at: now) }
     }
 
-    /// Thrown by ``Apply`` when a unit fails before writing anything (an unknown user or post): the unit fails alone
-    /// and the transaction goes on, with no savepoint needed.
-    struct UnitRejected: Error {
-        let underlying: any Error
-        init(_ underlying: any Error) { self.underlying = underlying }
-    }
-
-    /// A unit of a batch run without savepoints failed after writing: the batch is rolled back and run again with a
-    /// savepoint per unit, so that the unit is undone alone.
+    /// A unit of a batch run without savepoints threw: the batch is rolled back and run again with a savepoint per
+    /// unit, so that the unit fails alone.
     private struct NeedsIsolation: Error {}
-
-    /// Applies one unit's commands inside the current transaction: one event per change, appended at once into the
-    /// events or — where the backend needs events last — drafted (appended after the batch's last row change, the
-    /// changed results getting their seqs then).
-    typealias Apply =
-        @Sendable (any FeedTransaction, [LikeCommand], Date, inout [EventRecord], inout [EventDraft]) throws -> [LikeResult]
 
     /// How long a leader waits, at most, for more callers' units: before it begins, or before it commits.
     static let gatheringWindow: Duration = .microseconds(50)
@@ -125,15 +109,13 @@ final class GroupCommit: Sendable {
     private let queueState = Locked(Queue())
     private let backend: any FeedBackend
     private let sequencer: EventSequencer
-    private let apply: Apply
     /// How many batches may run at once: the backend's ``FeedBackend/concurrentWriteTransactions``.
     private let slots: Int
 
-    init(backend: any FeedBackend, sequencer: EventSequencer, apply: @escaping Apply) {
+    init(backend: any FeedBackend, sequencer: EventSequencer) {
         self.backend = backend
         self.slots = max(1, backend.concurrentWriteTransactions)
         self.sequencer = sequencer
-        self.apply = apply
     }
 
     /// How many transactions ran and how many units they held, since the service was created.
@@ -206,10 +188,12 @@ final class GroupCommit: Sendable {
             }
             return units
         }
-        if !Self.process(&batch, backend: backend, sequencer: sequencer, apply: apply, isolated: false, topUp: topUp) {
-            // A unit failed after writing: rolled back; again, each unit in its own savepoint.
+        // Topping up calls the backend again in the same transaction, after its events: only a single writer has no
+        // lock order to keep between the calls (see FeedTransaction.applyLikes).
+        if !Self.process(&batch, backend: backend, sequencer: sequencer, isolated: false, topUp: slots == 1 ? topUp : nil) {
+            // A unit's failure failed the backend's call: rolled back; again, each unit in its own savepoint.
             queueState.withLock { $0.isolatedReruns += 1 }
-            _ = Self.process(&batch, backend: backend, sequencer: sequencer, apply: apply, isolated: true, topUp: nil)
+            _ = Self.process(&batch, backend: backend, sequencer: sequencer, isolated: true, topUp: nil)
         }
         let duration = clock.now - started
         let next = queueState.withLock { queue -> Unit? in
@@ -282,14 +266,14 @@ final class GroupCommit: Sendable {
                         + "transactional handler); write through the transaction you were given")))
     }
 
-    /// Runs `batch` in one transaction. A batch of several units first runs without savepoints — a unit whose keys
-    /// do not resolve is rejected before it writes anything (``UnitRejected``) — and only if a unit fails *after*
-    /// writing (no like command does on valid keys; a failure of the database itself would) is it rolled back and
-    /// run again with a savepoint per unit (`isolated`). Savepoints cost two statements per unit on SQLite.
+    /// Runs `batch` in one transaction: one ``FeedTransaction/applyLikes(_:)`` call for the batch (and one per top-up).
+    /// An unknown user or post fails its unit alone (a result of the call). When the call throws for a batch of
+    /// several units, the batch is rolled back and, `isolated`, run again with a savepoint per unit, so that whatever
+    /// failed fails only its unit.
     ///
     /// - Returns: `false` when the batch was rolled back to be run again `isolated` (never when `isolated`).
     private static func process(
-        _ batch: inout [Unit], backend: any FeedBackend, sequencer: EventSequencer, apply: Apply, isolated: Bool,
+        _ batch: inout [Unit], backend: any FeedBackend, sequencer: EventSequencer, isolated: Bool,
         topUp: ((Int) -> [Unit])?
     ) -> Bool {
         do {
@@ -297,80 +281,33 @@ final class GroupCommit: Sendable {
             // an earlier attempt — every unit's outcome and the events are set anew.
             _ = try backend.write(
                 { tx -> (after: Int64, events: [EventRecord]) in
-                    if tx.appliesLikeUnits, let outcomes = try tx.applyLikeUnits(batch.map(\.likeUnit)) {
-                        // The backend applied the batch itself (PostgreSQL: one statement).
-                        var events: [EventRecord] = []
-                        for (unit, outcome) in zip(batch, outcomes) {
-                            switch outcome {
-                            case .success(let list):
-                                unit.outcome = .success(
-                                    zip(unit.commands, list).map { command, done in
-                                        LikeResult(
-                                            postID: command.postID, userID: command.userID, liked: done.liked,
-                                            likeCount: done.likeCount, changed: done.event != nil, seq: done.event?.seq)
-                                    })
-                                let unitEvents = list.compactMap(\.event)
-                                unit.lastSeq = unitEvents.last?.seq
-                                events += unitEvents
-                            case .failure(let error):
-                                unit.outcome = .failure(FeedError.wrap(error))
-                                unit.lastSeq = nil
-                            }
-                        }
-                        let after = try sequencer.completeRange(&events, in: tx) ?? 0
-                        return (after, events)
-                    }
                     var events: [EventRecord] = []
-                    var drafts: [EventDraft] = []
-                    var done: [(unit: Unit, results: [LikeResult], drafts: Range<Int>)] = []
-                    if !isolated {
-                        var next = 0
-                        while true {
-                            while next < batch.count {
-                                let unit = batch[next]
-                                next += 1
-                                let draftMark = drafts.count
-                                do {
-                                    let results = try apply(tx, unit.commands, unit.now, &events, &drafts)
-                                    done.append((unit, results, draftMark..<drafts.count))
-                                } catch let rejected as UnitRejected {
-                                    // Rejected before writing: no events, no drafts, nothing to undo.
-                                    unit.outcome = .failure(failure(rejected))
-                                    unit.lastSeq = nil
-                                } catch {
-                                    // Alone, the transaction itself isolates the unit: its failure fails the
-                                    // transaction, and no savepoint was paid for. With others, it is run again.
-                                    if batch.count == 1 { throw error }
-                                    throw NeedsIsolation()
-                                }
-                            }
-                            // Units queued while this transaction ran join it.
-                            guard let more = topUp?(batch.count), !more.isEmpty else { break }
-                            batch += more
-                        }
-                    } else {
+                    if isolated {
                         for unit in batch {
-                            let eventMark = events.count
-                            let draftMark = drafts.count
                             do {
-                                let results = try tx.savepoint { try apply(tx, unit.commands, unit.now, &events, &drafts) }
-                                done.append((unit, results, draftMark..<drafts.count))
+                                let outcomes = try tx.savepoint { try tx.applyLikes([unit.likeUnit]) }
+                                record(outcomes, of: [unit], into: &events)
                             } catch {
-                                events.removeSubrange(eventMark...)
-                                drafts.removeSubrange(draftMark...)
                                 unit.outcome = .failure(failure(error))
                                 unit.lastSeq = nil
                             }
                         }
-                    }
-                    // Drafted events last, after every row change of the batch: see FeedTransaction.appendEvents.
-                    let appended = try tx.appendEvents(drafts)
-                    events += appended
-                    for (unit, results, range) in done {
-                        var results = results
-                        if !range.isEmpty { FeedService.assignSeqs(&results, from: appended[range]) }
-                        unit.outcome = .success(results)
-                        unit.lastSeq = results.last(where: { $0.seq != nil })?.seq
+                    } else {
+                        var applied = 0
+                        while applied < batch.count {
+                            let units = batch[applied...]
+                            do {
+                                record(try tx.applyLikes(units.map(\.likeUnit)), of: units, into: &events)
+                            } catch {
+                                // Alone, the transaction itself isolates the unit: its failure fails the transaction,
+                                // and no savepoint was paid for. With others, the batch is run again isolated.
+                                if batch.count == 1 { throw error }
+                                throw NeedsIsolation()
+                            }
+                            applied = batch.count
+                            // Units queued while this transaction ran join it.
+                            if let more = topUp?(batch.count) { batch += more }
+                        }
                     }
                     // Other processes' events committed since the highest seq known here go out first.
                     let after = try sequencer.completeRange(&events, in: tx) ?? 0
@@ -394,8 +331,31 @@ final class GroupCommit: Sendable {
         return true
     }
 
-    /// A unit's failure as its caller sees it (a rejection by the error that caused it).
+    /// Gives each unit its outcome from the backend's results and collects the events they appended.
+    private static func record(
+        _ outcomes: [Result<[LikeOutcome], StorageError>], of units: some Collection<Unit>, into events: inout [EventRecord]
+    ) {
+        for (unit, outcome) in zip(units, outcomes) {
+            switch outcome {
+            case .success(let list):
+                unit.outcome = .success(
+                    zip(unit.commands, list).map { command, done in
+                        LikeResult(
+                            postID: command.postID, userID: command.userID, liked: done.liked, likeCount: done.likeCount,
+                            changed: done.event != nil, seq: done.event?.seq)
+                    })
+                let unitEvents = list.compactMap(\.event)
+                unit.lastSeq = unitEvents.last?.seq
+                events += unitEvents
+            case .failure(let error):
+                unit.outcome = .failure(FeedError.wrap(error))
+                unit.lastSeq = nil
+            }
+        }
+    }
+
+    /// A unit's failure as its caller sees it.
     private static func failure(_ error: any Error) -> FeedError {
-        FeedError.wrap((error as? UnitRejected)?.underlying ?? error)
+        FeedError.wrap(error)
     }
 }

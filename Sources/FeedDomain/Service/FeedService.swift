@@ -27,10 +27,9 @@ public final class FeedService: Sendable {
 
     private let date: DateGenerator
     private let uuid: UUIDGenerator
-    /// Integer keys by text id. Users and posts are never deleted and their keys never change, so a key, once
-    /// read, stays true; the caches are bounded and simply cleared when full.
+    /// Viewers' integer keys by text id. Users are never deleted and their keys never change, so a key, once read,
+    /// stays true; the cache is bounded and simply cleared when full.
     private let userKeys = Locked<[String: Int64]>([:])
-    private let postKeys = Locked<[String: Int64]>([:])
     private static let keyCacheLimit = 100_000
     /// Like commands from overlapping callers share one transaction.
     let group: GroupCommit
@@ -52,9 +51,7 @@ public final class FeedService: Sendable {
         self.bridge = bridge
         self.date = date
         self.uuid = uuid
-        group = GroupCommit(backend: backend, sequencer: bridge.sequencer) { [userKeys, postKeys] tx, commands, now, events, drafts in
-            try Self.apply(commands, at: now, tx: tx, events: &events, drafts: &drafts, userKeys: userKeys, postKeys: postKeys)
-        }
+        group = GroupCommit(backend: backend, sequencer: bridge.sequencer)
         do {
             let last = try backend.readOnce { tx in try tx.lastSeq() }
             bridge.sequencer.setBaseline(last)
@@ -149,84 +146,6 @@ public final class FeedService: Sendable {
         }
     }
 
-    /// Applies like commands inside the current transaction with one event per change, in command order. Where
-    /// the backend needs events last (``FeedTransaction/appendsEventsLast``, PostgreSQL) they are drafted: the
-    /// caller appends the drafts after the transaction's last row change (``FeedTransaction/appendEvents(_:)``) and
-    /// gives each changed result its seq with ``assignSeqs(_:from:)``. Otherwise (SQLite) each is appended at once
-    /// into `events`, its result carrying its seq.
-    private static func apply(
-        _ commands: [LikeCommand], at now: Date, tx: any FeedTransaction, events: inout [EventRecord],
-        drafts: inout [EventDraft], userKeys: Locked<[String: Int64]>, postKeys: Locked<[String: Int64]>
-    ) throws -> [LikeResult] {
-        let eventsLast = tx.appendsEventsLast
-        var results: [LikeResult] = []
-        results.reserveCapacity(commands.count)
-        // Every key first, before any write: an unknown user or post (the way a like command fails on its own)
-        // rejects the unit with nothing written, so group commit needs no savepoint to fail it alone.
-        var unitKeys: [(user: Int64, post: Int64)] = []
-        unitKeys.reserveCapacity(commands.count)
-        do {
-            for command in commands {
-                unitKeys.append(
-                    try cachedKeys(userID: command.userID, postID: command.postID, tx: tx, userKeys: userKeys, postKeys: postKeys))
-            }
-        } catch {
-            throw GroupCommit.UnitRejected(error)
-        }
-        for (command, keys) in zip(commands, unitKeys) {
-            let change: EventKind?
-            switch command.action {
-            case .like:
-                change = try tx.insertLike(userKey: keys.user, postKey: keys.post, at: now) ? .liked : nil
-            case .unlike:
-                change = try tx.deleteLike(userKey: keys.user, postKey: keys.post) ? .unliked : nil
-            case .toggle:
-                // Insert first: a toggle is most often a like (a post the user has not liked yet), which then costs
-                // one statement; a like that exists is not inserted, and the toggle takes it back.
-                if try tx.insertLike(userKey: keys.user, postKey: keys.post, at: now) {
-                    change = .liked
-                } else {
-                    _ = try tx.deleteLike(userKey: keys.user, postKey: keys.post)
-                    change = .unliked
-                }
-            }
-            let liked = change.map { $0 == .liked } ?? (command.action == .like)
-            if let change, !eventsLast {
-                let event = try tx.appendLikeChange(change, userID: command.userID, postID: command.postID, postKey: keys.post, at: now)
-                events.append(event)
-                results.append(
-                    LikeResult(
-                        postID: command.postID, userID: command.userID, liked: liked, likeCount: event.likeCount ?? 0,
-                        changed: true, seq: event.seq))
-                continue
-            }
-            guard let count = try tx.likeCount(postKey: keys.post) else { throw FeedError.postNotFound(command.postID) }
-            if let change {
-                drafts.append(EventDraft(kind: change, userID: command.userID, postID: command.postID, likeCount: count, at: now))
-            }
-            results.append(
-                LikeResult(
-                    postID: command.postID, userID: command.userID, liked: liked, likeCount: count, changed: change != nil,
-                    seq: nil))
-        }
-        return results
-    }
-
-    /// Gives each changed result without a seq, in order, the seq of the next of `events` (appended from the
-    /// drafts ``apply`` made for those results); returns how many events it used.
-    @discardableResult
-    static func assignSeqs(_ results: inout [LikeResult], from events: ArraySlice<EventRecord>) -> Int {
-        var next = events.startIndex
-        for index in results.indices where results[index].changed && results[index].seq == nil {
-            let result = results[index]
-            results[index] = LikeResult(
-                postID: result.postID, userID: result.userID, liked: result.liked, likeCount: result.likeCount,
-                changed: true, seq: events[next].seq)
-            next += 1
-        }
-        return next - events.startIndex
-    }
-
     // MARK: - Internals
 
     /// Runs `body` in a write transaction and hands the events it appended (plus any other process's events
@@ -291,34 +210,6 @@ public final class FeedService: Sendable {
         guard let key = try tx.userKey(for: viewerID) else { throw FeedError.userNotFound(viewerID) }
         Self.remember(key, for: viewerID, in: userKeys)
         return key
-    }
-
-    /// The integer keys of a user and a post: from the caches; a key not cached is looked up alone (one index
-    /// probe), both in one query when neither is — which also proves that they exist.
-    private static func cachedKeys(
-        userID: String, postID: String, tx: any FeedTransaction, userKeys: Locked<[String: Int64]>,
-        postKeys: Locked<[String: Int64]>
-    ) throws -> (user: Int64, post: Int64) {
-        let user = userKeys.withLock { $0[userID] }
-        let post = postKeys.withLock { $0[postID] }
-        switch (user, post) {
-        case (let user?, let post?):
-            return (user, post)
-        case (let user?, nil):
-            // W1's usual miss (1,000 users, 10,000 posts): one probe of posts' id index instead of both.
-            guard let post = try tx.postKey(for: postID) else { throw StorageError.postNotFound(postID) }
-            remember(post, for: postID, in: postKeys)
-            return (user, post)
-        case (nil, let post?):
-            guard let user = try tx.userKey(for: userID) else { throw StorageError.userNotFound(userID) }
-            remember(user, for: userID, in: userKeys)
-            return (user, post)
-        case (nil, nil):
-            let keys = try tx.keys(userID: userID, postID: postID)
-            remember(keys.user, for: userID, in: userKeys)
-            remember(keys.post, for: postID, in: postKeys)
-            return keys
-        }
     }
 
     private static func remember(_ key: Int64, for id: String, in cache: Locked<[String: Int64]>) {

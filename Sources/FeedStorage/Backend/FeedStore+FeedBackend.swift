@@ -16,7 +16,7 @@ extension FeedStore: FeedBackend {
     public func write<T>(_ body: (any FeedTransaction) throws -> T, afterCommit: (T) -> Void) throws -> T {
         do {
             return try database.writeWithoutTransaction { db in
-                let result = try db.transaction(.immediate) { db in try body(SQLiteTransaction(db)) }
+                let result = try db.transaction(.immediate) { db in try body(SQLiteTransaction(db, likeKeys: likeKeys)) }
                 afterCommit(result)
                 return result
             }

@@ -9,10 +9,19 @@ public import Foundation
 public final class SQLiteTransaction: FeedTransaction {
     /// The connection the transaction runs on — for code that works with this backend directly (tests, tools).
     public let connection: Connection
+    /// The store's cache of user and post keys for like commands; `nil` looks every key up.
+    let likeKeys: LikeKeyCache?
 
     /// A transaction on `connection`, which must already be inside the transaction or snapshot.
     public init(_ connection: Connection) {
         self.connection = connection
+        self.likeKeys = nil
+    }
+
+    /// A transaction of a store whose like commands share `likeKeys`.
+    init(_ connection: Connection, likeKeys: LikeKeyCache) {
+        self.connection = connection
+        self.likeKeys = likeKeys
     }
 
     // MARK: - Users and posts
@@ -82,19 +91,12 @@ public final class SQLiteTransaction: FeedTransaction {
         try EventLog(connection).append(kind: kind, userID: userID, postID: postID, likeCount: likeCount, at: time)
     }
 
-    /// `false`: the transaction holds SQLite's only write lock, so appending as it goes deadlocks with nobody.
-    public var appendsEventsLast: Bool { false }
-
     /// Appends the drafts one row each; the transaction already holds SQLite's only write lock, so seqs follow.
     public func appendEvents(_ drafts: [EventDraft]) throws -> [EventRecord] {
         let log = EventLog(connection)
         return try drafts.map { draft in
             try log.append(kind: draft.kind, userID: draft.userID, postID: draft.postID, likeCount: draft.likeCount, at: draft.at)
         }
-    }
-
-    public func appendLikeChange(_ kind: EventKind, userID: String, postID: String, postKey: Int64, at time: Date) throws -> EventRecord {
-        try EventLog(connection).appendLikeChange(kind, userID: userID, postID: postID, postKey: postKey, at: time)
     }
 
     public func events(after seq: Int64, limit: Int?) throws -> [EventRecord] {

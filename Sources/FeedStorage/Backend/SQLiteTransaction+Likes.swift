@@ -1,0 +1,121 @@
+public import FeedCore
+internal import FeedSQLite
+internal import Foundation
+
+extension SQLiteTransaction {
+    /// Applies the units one statement at a time on the writer connection: every unit's keys first (from
+    /// ``LikeKeyCache`` or one index probe), so an unknown user or post rejects the unit before it writes; then each
+    /// command's like row and the post's count, and its event carrying the count after the change, appended at once —
+    /// the transaction holds SQLite's only write lock, so there is no lock order to keep.
+    public func applyLikes(_ units: [LikeUnit]) throws -> [Result<[LikeOutcome], StorageError>] {
+        let likes = LikeRepository(connection)
+        let log = EventLog(connection)
+        var outcomes: [Result<[LikeOutcome], StorageError>] = []
+        outcomes.reserveCapacity(units.count)
+        for unit in units {
+            var keys: [(user: Int64, post: Int64)] = []
+            keys.reserveCapacity(unit.operations.count)
+            do {
+                for command in unit.operations {
+                    keys.append(try cachedKeys(userID: command.userID, postID: command.postID))
+                }
+            } catch let error as StorageError {
+                switch error {
+                case .userNotFound, .postNotFound:
+                    outcomes.append(.failure(error))
+                    continue
+                default:
+                    throw error
+                }
+            }
+            var list: [LikeOutcome] = []
+            list.reserveCapacity(unit.operations.count)
+            for (command, key) in zip(unit.operations, keys) {
+                let change: EventKind?
+                switch command.action {
+                case .like:
+                    change = try likes.insert(userKey: key.user, postKey: key.post, at: unit.at) ? .liked : nil
+                case .unlike:
+                    change = try likes.delete(userKey: key.user, postKey: key.post) ? .unliked : nil
+                case .toggle:
+                    // Insert first: a toggle is most often a like (a post the user has not liked yet), which then
+                    // costs one statement; a like that exists is not inserted, and the toggle takes it back.
+                    if try likes.insert(userKey: key.user, postKey: key.post, at: unit.at) {
+                        change = .liked
+                    } else {
+                        _ = try likes.delete(userKey: key.user, postKey: key.post)
+                        change = .unliked
+                    }
+                }
+                if let change {
+                    // The event reads the post's count in the same statement that appends it.
+                    let event = try log.appendLikeChange(
+                        change, userID: command.userID, postID: command.postID, postKey: key.post, at: unit.at)
+                    list.append(LikeOutcome(liked: change == .liked, likeCount: event.likeCount ?? 0, event: event))
+                } else {
+                    guard let count = try PostRepository(connection).likeCount(postKey: key.post) else {
+                        throw StorageError.postNotFound(command.postID)
+                    }
+                    list.append(LikeOutcome(liked: command.action == .like, likeCount: count, event: nil))
+                }
+            }
+            outcomes.append(.success(list))
+        }
+        return outcomes
+    }
+
+    /// The keys of a user and a post: from the store's cache; a key not cached is looked up alone (one index probe),
+    /// both in one query when neither is — which also proves that they exist.
+    private func cachedKeys(userID: String, postID: String) throws -> (user: Int64, post: Int64) {
+        let cached = likeKeys?.keys(userID: userID, postID: postID) ?? (nil, nil)
+        switch cached {
+        case (let user?, let post?):
+            return (user, post)
+        case (let user?, nil):
+            guard let post = try PostRepository(connection).key(for: postID) else { throw StorageError.postNotFound(postID) }
+            likeKeys?.remember(post: post, for: postID)
+            return (user, post)
+        case (nil, let post?):
+            guard let user = try UserRepository(connection).key(for: userID) else { throw StorageError.userNotFound(userID) }
+            likeKeys?.remember(user: user, for: userID)
+            return (user, post)
+        case (nil, nil):
+            let keys = try LikeRepository(connection).keys(userID: userID, postID: postID)
+            likeKeys?.remember(user: keys.user, for: userID)
+            likeKeys?.remember(post: keys.post, for: postID)
+            return keys
+        }
+    }
+}
+
+/// Integer keys of users and posts by text id, for the like commands of one store. Users and posts are never
+/// deleted and their keys never change, so a key, once read from a committed row, stays true; the caches are
+/// bounded and simply cleared when full.
+///
+/// `@unchecked Sendable`: both dictionaries are read and written only while `lock` is held.
+final class LikeKeyCache: @unchecked Sendable {
+    private static let limit = 100_000
+    private let lock = NSLock()
+    private var users: [String: Int64] = [:]
+    private var posts: [String: Int64] = [:]
+
+    func keys(userID: String, postID: String) -> (user: Int64?, post: Int64?) {
+        lock.lock()
+        defer { lock.unlock() }
+        return (users[userID], posts[postID])
+    }
+
+    func remember(user key: Int64, for id: String) {
+        lock.lock()
+        defer { lock.unlock() }
+        if users.count >= Self.limit { users.removeAll(keepingCapacity: true) }
+        users[id] = key
+    }
+
+    func remember(post key: Int64, for id: String) {
+        lock.lock()
+        defer { lock.unlock() }
+        if posts.count >= Self.limit { posts.removeAll(keepingCapacity: true) }
+        posts[id] = key
+    }
+}

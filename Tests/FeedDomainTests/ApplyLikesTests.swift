@@ -1,0 +1,95 @@
+import FeedCore
+import FeedDomain
+import FeedSync
+import FeedTestSupport
+import FeedTestThreads
+import Foundation
+import Testing
+
+/// The seam's like operation, ``FeedTransaction/applyLikes(_:)``: the same units give the same outcomes, rows and
+/// events on both backends (SQLite statement by statement, PostgreSQL in one statement).
+@Suite(.ownThreads) struct ApplyLikesTests {
+    @Test(arguments: TestBackend.allCases)
+    func eachUnitCommitsOrFailsAloneAndTheEventsTakeConsecutiveSeqsInOrder(on backend: TestBackend) throws {
+        let dir = TemporaryDirectory()
+        guard let service = try makeService(in: dir, on: backend) else { return }
+        defer { service.close() }
+        let db = try seed(service)
+        let before = try db.readOnce { tx in try tx.lastSeq() }
+        let units = [
+            // A: like p1, toggle p1 twice (like → unlike → like again would be three; two toggles of u2 on p2).
+            LikeUnit(
+                operations: [
+                    LikeCommand(.like, userID: "u2", postID: "p1"), LikeCommand(.like, userID: "u2", postID: "p1"),
+                    LikeCommand(.toggle, userID: "u2", postID: "p2"), LikeCommand(.toggle, userID: "u2", postID: "p2"),
+                ], at: testTime),
+            // B: a like that would stick, then an unknown post: all of B is undone.
+            LikeUnit(
+                operations: [LikeCommand(.like, userID: "u3", postID: "p2"), LikeCommand(.like, userID: "u3", postID: "nope")],
+                at: testTime),
+            // C: an unknown user.
+            LikeUnit(operations: [LikeCommand(.unlike, userID: "ghost", postID: "p1")], at: testTime),
+            // D: unlike what is not liked (no change), then a toggle of p1 by u3.
+            LikeUnit(
+                operations: [LikeCommand(.unlike, userID: "u3", postID: "p1"), LikeCommand(.toggle, userID: "u3", postID: "p1")],
+                at: testTime),
+        ]
+        let outcomes = try db.write({ tx in try tx.applyLikes(units) }, afterCommit: { _ in })
+        #expect(outcomes.count == 4)
+        let a = try outcomes[0].get()
+        #expect(a.map(\.liked) == [true, true, true, false])
+        #expect(a.map(\.likeCount) == [1, 1, 1, 0])
+        #expect(a.map { $0.event?.seq } == [before + 1, nil, before + 2, before + 3])
+        #expect(a.compactMap { $0.event?.kind } == [.liked, .liked, .unliked])
+        #expect(throws: StorageError.postNotFound("nope")) { try outcomes[1].get() }
+        #expect(throws: StorageError.userNotFound("ghost")) { try outcomes[2].get() }
+        let d = try outcomes[3].get()
+        #expect(d.map(\.liked) == [false, true])
+        #expect(d.map(\.likeCount) == [1, 2])
+        #expect(d.map { $0.event?.seq } == [nil, before + 4])
+
+        try db.read { tx throws in
+            #expect(try tx.allLikes() == [LikePair(userID: "u2", postID: "p1"), LikePair(userID: "u3", postID: "p1")])
+            #expect(try tx.post(id: "p1")?.likeCount == 2)
+            #expect(try tx.post(id: "p2")?.likeCount == 0, "B's like of p2 was undone with B")
+            let events = try tx.events(after: before, limit: nil)
+            #expect(events.map(\.seq) == Array((before + 1)...(before + 4)))
+            #expect(events == a.compactMap(\.event) + d.compactMap(\.event))
+            #expect(try tx.invariantViolations().isEmpty)
+        }
+    }
+
+    /// A call's only unit that names an unknown id fails with the typed error — as its result (SQLite) or thrown,
+    /// failing the transaction (PostgreSQL: the statement failed) — and leaves nothing written.
+    @Test(arguments: TestBackend.allCases) func aLoneUnitsFailureIsTheTypedErrorWithNothingWritten(on backend: TestBackend) throws {
+        let dir = TemporaryDirectory()
+        guard let service = try makeService(in: dir, on: backend) else { return }
+        defer { service.close() }
+        let db = try seed(service)
+        let before = try db.readOnce { tx in try tx.lastSeq() }
+        let ghost = LikeUnit(operations: [LikeCommand(.toggle, userID: "ghost", postID: "p1")], at: testTime)
+        let nope = LikeUnit(
+            operations: [LikeCommand(.like, userID: "u2", postID: "p1"), LikeCommand(.like, userID: "u2", postID: "nope")],
+            at: testTime)
+        for (unit, expected) in [(ghost, StorageError.userNotFound("ghost")), (nope, .postNotFound("nope"))] {
+            #expect(throws: expected) {
+                try db.write({ tx in try tx.applyLikes([unit])[0].get() }, afterCommit: { _ in })
+            }
+        }
+        try db.read { tx throws in
+            #expect(try tx.allLikes().isEmpty)
+            #expect(try tx.lastSeq() == before)
+        }
+    }
+
+    /// Users u1…u3 and posts p1, p2 by u1; the service's backend.
+    private func seed(_ service: FeedService) throws -> any FeedBackend {
+        for index in 1...3 { try service.createUser(id: "u\(index)") }
+        try service.createPost(id: "p1", authorID: "u1", body: "hello")
+        try service.createPost(id: "p2", authorID: "u1", body: "second")
+        return service.backend
+    }
+}
+
+/// The fixed time of the units' likes and events.
+private let testTime = Date(timeIntervalSince1970: 1_700_000_000.123)
