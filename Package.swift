@@ -13,10 +13,8 @@ let strictSettings: [SwiftSetting] = [
 let package = Package(
     name: "FeedSync",
     products: [
+        // The one library: the backends are reached through `FeedService(location:options:)`, never directly.
         .library(name: "FeedSync", targets: ["FeedSync"]),
-        // The backends' own modules, for code that opens or tunes one directly (`FeedStore`, `PostgresBackend`).
-        .library(name: "FeedStorage", targets: ["FeedStorage"]),
-        .library(name: "FeedPostgres", targets: ["FeedPostgres"]),
         .executable(name: "feedsync", targets: ["feedsync"]),
         .executable(name: "feedsync-bench", targets: ["feedsync-bench"]),
     ],

@@ -12,7 +12,7 @@ extension PostgresBackend {
     /// terminated — the server drops the lock, and another holder may take the name.
     ///
     /// Related documentation: <https://www.postgresql.org/docs/current/explicit-locking.html#ADVISORY-LOCKS>
-    public func tryHold(name: String) throws -> (any FeedNameLease)? {
+    package func tryHold(name: String) throws -> (any FeedNameLease)? {
         let connection = try Self.connect(
             url: url, location: location, options: options, statementTimeout: nil, readOnly: false,
             applicationName: "feedsync-lease")

@@ -157,7 +157,7 @@ public final class PostgresBackend: FeedBackend {
     /// - Throws: what `body` throws, or ``StorageError``: `readOnly` in a read-only mode, `busy`, `timedOut`,
     ///   `connectionLost` (the transaction did not commit — or, if the connection was lost during `COMMIT`, its
     ///   outcome is unknown).
-    public func write<T>(_ body: (any FeedTransaction) throws -> T, afterCommit: (T) -> Void) throws -> T {
+    package func write<T>(_ body: (any FeedTransaction) throws -> T, afterCommit: (T) -> Void) throws -> T {
         guard mode == .migrate else { throw StorageError.readOnly(path: location) }
         guard !writers.containsCurrentThread else { throw Self.reentrantWrite }
         writers.enter()
@@ -240,7 +240,7 @@ public final class PostgresBackend: FeedBackend {
                 + "use the transaction you were given"))
 
     /// Runs `body` in a read-only `REPEATABLE READ` transaction: one snapshot for every statement.
-    public func read<T>(_ body: (any FeedTransaction) throws -> T) throws -> T {
+    package func read<T>(_ body: (any FeedTransaction) throws -> T) throws -> T {
         try withConnection { connection in
             try Self.control(connection, "BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ", location: location)
             let transaction = PostgresTransaction(connection: connection, access: .read, location: location)
@@ -259,7 +259,7 @@ public final class PostgresBackend: FeedBackend {
 
     /// Runs `body` on a pooled connection without a transaction: each statement sees its own snapshot (and cannot
     /// write: the session is read-only by default).
-    public func readOnce<T>(_ body: (any FeedTransaction) throws -> T) throws -> T {
+    package func readOnce<T>(_ body: (any FeedTransaction) throws -> T) throws -> T {
         try withConnection { connection in
             let transaction = PostgresTransaction(connection: connection, access: .readOnce, location: location)
             defer { transaction.invalidate() }
@@ -321,7 +321,7 @@ public final class PostgresBackend: FeedBackend {
     ///
     /// The loader takes `EXCLUSIVE` locks on `users`, `posts` and `likes` (writes wait, reads go on) and disables the
     /// like-count trigger for the load, which needs the role that owns the tables.
-    public func bulkLoad<T>(_ body: (any FeedBulkLoader) throws -> T) throws -> T {
+    package func bulkLoad<T>(_ body: (any FeedBulkLoader) throws -> T) throws -> T {
         guard mode == .migrate else { throw StorageError.readOnly(path: location) }
         guard !writers.containsCurrentThread else { throw Self.reentrantWrite }
         writers.enter()
@@ -356,7 +356,7 @@ public final class PostgresBackend: FeedBackend {
     /// `pg_notify('feedsync_events', seq)` after committing) and reads `event_log_head` on every check: a
     /// notification ends ``FeedChangeWatch/wait(timeout:)`` with `.changed`, ``FeedChangeWatch/poll()`` reports a
     /// change of the last seq. (`watchFiles` is SQLite's; it is ignored.)
-    public func makeChangeWatch(watchFiles: Bool) throws -> any FeedChangeWatch {
+    package func makeChangeWatch(watchFiles: Bool) throws -> any FeedChangeWatch {
         let url = url
         let location = location
         let options = options

@@ -27,7 +27,7 @@ public enum FeedBackends {
     ///
     /// - Throws: ``FeedError`` — `storage(.unsupportedLocation)` for another scheme (or PostgreSQL in a build
     ///   without it), and the backend's open errors (`cannotOpen`, `schemaNewer`, `connectionLost`, …).
-    public static func open(_ location: String, options: FeedOpenOptions = FeedOpenOptions()) throws(FeedError) -> any FeedBackend {
+    package static func open(_ location: String, options: FeedOpenOptions = FeedOpenOptions()) throws(FeedError) -> any FeedBackend {
         let parsed: FeedLocation
         do {
             parsed = try FeedLocation(location)
@@ -38,7 +38,7 @@ public enum FeedBackends {
     }
 
     /// Opens the database at a parsed location.
-    public static func open(_ location: FeedLocation, options: FeedOpenOptions = FeedOpenOptions()) throws(FeedError) -> any FeedBackend {
+    package static func open(_ location: FeedLocation, options: FeedOpenOptions = FeedOpenOptions()) throws(FeedError) -> any FeedBackend {
         do {
             switch location {
             case .sqliteInMemory:

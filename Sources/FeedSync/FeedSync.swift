@@ -1,6 +1,6 @@
-// The FeedSync library product: `import FeedSync` gives a client the whole public API — the domain, its models
-// and the backend contract. The backends' own types (SQLite's `FeedStore`, `Connection`; PostgreSQL's
-// `PostgresBackend`) stay in their modules: import `FeedStorage` or `FeedPostgres` to use them directly.
+// The FeedSync library product: `import FeedSync` gives a client the whole public API — the service, its models,
+// publishers, projections and sync. The backends and the seam between them and the domain (`FeedBackend`,
+// `FeedTransaction`) are `package`: a client opens a database by location (`FeedService(location:options:)`).
 @_exported public import FeedCore
 @_exported public import FeedPublishers
 @_exported public import FeedDependencies

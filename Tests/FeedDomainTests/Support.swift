@@ -117,18 +117,31 @@ extension FeedTransaction {
     /// Runs one statement written with `?` placeholders (numbered `$1`, `$2`, … here, as every backend accepts).
     @discardableResult
     func run(_ sql: String, _ values: any TestBindable...) throws -> Int {
-        var numbered = ""
-        var next = 0
-        for character in sql {
-            if character == "?" {
-                next += 1
-                numbered += "$\(next)"
-            } else {
-                numbered.append(character)
-            }
-        }
-        return try execute(numbered, values.map(\.databaseValue))
+        try execute(numberingPlaceholders(sql), values.map(\.databaseValue))
     }
+}
+
+extension SubscriberTransaction {
+    /// Runs one statement written with `?` placeholders (numbered `$1`, `$2`, … here, as every backend accepts).
+    @discardableResult
+    func run(_ sql: String, _ values: any TestBindable...) throws -> Int {
+        try execute(numberingPlaceholders(sql), values.map(\.databaseValue))
+    }
+}
+
+/// `sql` with each `?` replaced by `$1`, `$2`, … in order.
+private func numberingPlaceholders(_ sql: String) -> String {
+    var numbered = ""
+    var next = 0
+    for character in sql {
+        if character == "?" {
+            next += 1
+            numbered += "$\(next)"
+        } else {
+            numbered.append(character)
+        }
+    }
+    return numbered
 }
 
 extension FeedService {

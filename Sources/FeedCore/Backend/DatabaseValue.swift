@@ -1,4 +1,4 @@
-/// A value bound to, or read from, a statement of yours (``FeedTransaction/execute(_:_:)``).
+/// A value bound to, or read from, a statement of yours (a transactional durable subscriber's `execute` and `fetch`).
 public enum DatabaseValue: Sendable, Hashable {
     /// SQL `NULL`.
     case null

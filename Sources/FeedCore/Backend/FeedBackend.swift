@@ -10,7 +10,7 @@ internal import Foundation
 /// thread and may block it (a lock, a network round trip); they never call back into the domain except through
 /// the closures they are given, and never hold a lock of theirs while running `afterCommit`'s caller-visible work
 /// other than the one that orders commits (see ``write(_:afterCommit:)``).
-public protocol FeedBackend: AnyObject, Sendable {
+package protocol FeedBackend: AnyObject, Sendable {
     /// Where the database is, fit to print: a file path, `:memory:`, or a URL **without its password**.
     var location: String { get }
     /// The database file's path for a file-backed SQLite database; `nil` otherwise.

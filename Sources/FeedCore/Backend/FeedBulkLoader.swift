@@ -1,7 +1,7 @@
 public import Foundation
 
 /// Adds rows in bulk inside ``FeedBackend/bulkLoad(_:)``: no events, checks deferred to the end of the load.
-public protocol FeedBulkLoader: AnyObject {
+package protocol FeedBulkLoader: AnyObject {
     /// Adds a user and returns its key.
     func addUser(id: String, name: String, createdAt: Date) throws -> Int64
     /// Adds a post by the user with id `authorID` (added earlier in this load or before it) and returns its key.

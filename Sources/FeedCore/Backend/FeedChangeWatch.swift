@@ -1,7 +1,7 @@
 /// Tells a change feed when other processes (or machines) may have committed to the database.
 ///
 /// Used by one thread at a time (the change feed's), except ``wake()``, which any thread may call.
-public protocol FeedChangeWatch: AnyObject, Sendable {
+package protocol FeedChangeWatch: AnyObject, Sendable {
     /// Whether the database may have changed since the previous call (`true` on the first call).
     ///
     /// - Throws: ``StorageError`` — among them `databaseReplaced(path:)` when the file being watched was deleted
@@ -16,7 +16,7 @@ public protocol FeedChangeWatch: AnyObject, Sendable {
 }
 
 /// Why ``FeedChangeWatch/wait(timeout:)`` returned.
-public enum FeedChangeWake: Sendable, Hashable {
+package enum FeedChangeWake: Sendable, Hashable {
     /// The backend saw a sign of a change (a file notification, a `NOTIFY`).
     case changed
     /// The timeout passed.

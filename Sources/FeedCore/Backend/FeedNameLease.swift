@@ -2,7 +2,7 @@
 /// ``FeedBackend/tryHold(name:)``.
 ///
 /// Released by ``release()`` or when the holder's process ends; releasing twice does nothing.
-public protocol FeedNameLease: AnyObject, Sendable {
+package protocol FeedNameLease: AnyObject, Sendable {
     /// Gives the name up.
     func release()
 }

@@ -8,7 +8,7 @@ public import Foundation
 /// (`userNotFound`, `postAlreadyExists`, …), never as a database message.
 ///
 /// Integer keys (`userKey`, `postKey`) are the backend's surrogate keys; they never change once assigned.
-public protocol FeedTransaction: AnyObject {
+package protocol FeedTransaction: AnyObject {
     // MARK: Users and posts
 
     /// Inserts a user. - Throws: ``StorageError/userAlreadyExists(_:)``, ``StorageError/constraintViolation(field:reason:)``.
@@ -126,14 +126,14 @@ public protocol FeedTransaction: AnyObject {
 
 extension FeedTransaction {
     /// The viewer's key, then the page: two statements, for backends where a statement is cheap (SQLite).
-    public func feedPage(viewerID: String, before cursor: FeedCursor?, limit: Int) throws -> (viewerKey: Int64, rows: [FeedRow]) {
+    package func feedPage(viewerID: String, before cursor: FeedCursor?, limit: Int) throws -> (viewerKey: Int64, rows: [FeedRow]) {
         guard let key = try userKey(for: viewerID) else { throw StorageError.userNotFound(viewerID) }
         return (key, try feedPage(viewerKey: key, before: cursor, limit: limit))
     }
 
     /// Runs one statement with no arguments.
     @discardableResult
-    public func execute(_ sql: String) throws -> Int { try execute(sql, []) }
+    package func execute(_ sql: String) throws -> Int { try execute(sql, []) }
 }
 
 /// Row counts of a FeedSync database.

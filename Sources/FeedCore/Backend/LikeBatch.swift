@@ -29,30 +29,30 @@ public struct LikeCommand: Sendable, Hashable {
 }
 
 /// One caller's like commands, which commit together or not at all.
-public struct LikeUnit: Sendable, Hashable {
+package struct LikeUnit: Sendable, Hashable {
     /// The commands, in order.
-    public let operations: [LikeCommand]
+    package let operations: [LikeCommand]
     /// When the caller made them (the likes' and events' time).
-    public let at: Date
+    package let at: Date
 
     /// Creates a unit.
-    public init(operations: [LikeCommand], at: Date) {
+    package init(operations: [LikeCommand], at: Date) {
         self.operations = operations
         self.at = at
     }
 }
 
 /// What one like command did.
-public struct LikeOutcome: Sendable, Hashable {
+package struct LikeOutcome: Sendable, Hashable {
     /// Whether the user likes the post afterwards.
-    public let liked: Bool
+    package let liked: Bool
     /// The post's like count afterwards.
-    public let likeCount: Int
+    package let likeCount: Int
     /// The event the change appended; `nil` when nothing changed.
-    public let event: EventRecord?
+    package let event: EventRecord?
 
     /// Creates an outcome.
-    public init(liked: Bool, likeCount: Int, event: EventRecord?) {
+    package init(liked: Bool, likeCount: Int, event: EventRecord?) {
         self.liked = liked
         self.likeCount = likeCount
         self.event = event

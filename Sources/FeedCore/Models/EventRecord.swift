@@ -39,20 +39,20 @@ public struct EventRecord: Sendable, Hashable, Codable {
 }
 
 /// An event to append, before the log gave it a seq: see ``FeedTransaction/appendEvents(_:)``.
-public struct EventDraft: Sendable, Hashable {
+package struct EventDraft: Sendable, Hashable {
     /// What happened.
-    public let kind: EventKind
+    package let kind: EventKind
     /// The acting user (the liker, the author, or the created user).
-    public let userID: String
+    package let userID: String
     /// The post concerned; `nil` for ``EventKind/userCreated``.
-    public let postID: String?
+    package let postID: String?
     /// The post's like count after the change, for likes and unlikes.
-    public let likeCount: Int?
+    package let likeCount: Int?
     /// When the change was made.
-    public let at: Date
+    package let at: Date
 
     /// Creates a draft.
-    public init(kind: EventKind, userID: String, postID: String?, likeCount: Int?, at: Date) {
+    package init(kind: EventKind, userID: String, postID: String?, likeCount: Int?, at: Date) {
         self.kind = kind
         self.userID = userID
         self.postID = postID

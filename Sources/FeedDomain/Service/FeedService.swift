@@ -19,7 +19,7 @@ internal import Foundation
 /// Time and generated ids come from the `date` and `uuid` dependencies captured when the service is created.
 public final class FeedService: Sendable {
     /// The database: a ``FeedBackend`` (SQLite or PostgreSQL).
-    public let backend: any FeedBackend
+    package let backend: any FeedBackend
     /// Where committed changes are published.
     public let bridge: EventBridge
     /// The largest page a feed query returns.
@@ -44,7 +44,7 @@ public final class FeedService: Sendable {
     /// - Parameters:
     ///   - backend: the database.
     ///   - bridge: where events go out; a new one by default.
-    public init(backend: any FeedBackend, bridge: EventBridge = EventBridge()) throws(FeedError) {
+    package init(backend: any FeedBackend, bridge: EventBridge = EventBridge()) throws(FeedError) {
         @Dependency(\.date) var date
         @Dependency(\.uuid) var uuid
         self.backend = backend

@@ -28,8 +28,8 @@ internal import Foundation
 /// service and the handlers are held only inside a closure's captures.
 ///
 /// ```swift
-/// let mirror = DurableSubscriber(name: "mirror", service: service, delivery: .transactional { event, tx in
-///     try tx.execute("INSERT INTO like_mirror (user_id, post_id) VALUES ($1, $2)", [.text(event.userID), …])
+/// let mirror = DurableSubscriber(name: "mirror", service: service, delivery: .transactional { event, db in
+///     try db.execute("INSERT INTO like_mirror (user_id, post_id) VALUES ($1, $2)", [.text(event.userID), …])
 /// })
 /// try mirror.start()
 /// ```
@@ -37,8 +37,8 @@ public final class DurableSubscriber: Sendable {
     /// How events reach the subscriber's effect.
     public enum Delivery: Sendable {
         /// Apply inside the write transaction that also advances the cursor (exactly once): write your effect
-        /// through the transaction (``FeedTransaction/execute(_:_:)``; `$1`, `$2` placeholders on every backend).
-        case transactional(@Sendable (EventRecord, any FeedTransaction) throws -> Void)
+        /// through the handle (``SubscriberTransaction/execute(_:_:)``; `$1`, `$2` placeholders on every backend).
+        case transactional(@Sendable (EventRecord, SubscriberTransaction) throws -> Void)
         /// Handle outside the database; the cursor advances after the handler returns (at least once).
         case atLeastOnce(@Sendable (EventRecord) throws -> Void)
     }
@@ -82,7 +82,7 @@ public final class DurableSubscriber: Sendable {
         service: FeedService,
         batchSize: Int = 1000,
         delivery: Delivery,
-        rebuild: (@Sendable (any FeedTransaction) throws -> Void)? = nil,
+        rebuild: (@Sendable (SubscriberTransaction) throws -> Void)? = nil,
         exclusive: Bool = false
     ) {
         precondition(batchSize > 0, "API Violation: batchSize must be positive")
@@ -148,7 +148,7 @@ public final class DurableSubscriber: Sendable {
         private let name: String
         private let service: FeedService
         private let delivery: Delivery
-        private let rebuild: (@Sendable (any FeedTransaction) throws -> Void)?
+        private let rebuild: (@Sendable (SubscriberTransaction) throws -> Void)?
         private let batchSize: Int
         private let queue: DispatchQueue
         /// Where signals go out.
@@ -180,7 +180,7 @@ public final class DurableSubscriber: Sendable {
 
         init(
             name: String, service: FeedService, batchSize: Int, delivery: Delivery,
-            rebuild: (@Sendable (any FeedTransaction) throws -> Void)?, signals: SealedSubject<Signal>, exclusive: Bool
+            rebuild: (@Sendable (SubscriberTransaction) throws -> Void)?, signals: SealedSubject<Signal>, exclusive: Bool
         ) {
             self.exclusive = exclusive
             self.name = name
@@ -357,7 +357,7 @@ public final class DurableSubscriber: Sendable {
 
         /// Reads the position, applies up to a batch and advances the cursor, all in one write transaction.
         private func transactionalBatch(
-            _ apply: @Sendable (EventRecord, any FeedTransaction) throws -> Void, stopped: () -> Bool
+            _ apply: @Sendable (EventRecord, SubscriberTransaction) throws -> Void, stopped: () -> Bool
         ) throws -> BatchOutcome {
             try service.backend.write(
                 { tx in
@@ -368,12 +368,14 @@ public final class DurableSubscriber: Sendable {
                     var count = 0
                     var last = position.lastSeq
                     var stoppedDuringBatch = false
+                    let handle = SubscriberTransaction(tx)
                     for event in try tx.events(after: position.lastSeq, limit: batchSize) {
                         if stopped() {
                             stoppedDuringBatch = true
                             break
                         }
-                        try apply(event, tx)
+                        try apply(event, handle)
+                        try handle.rethrowFailure()
                         last = event.seq
                         count += 1
                     }
@@ -427,7 +429,9 @@ public final class DurableSubscriber: Sendable {
                     let baseline = try tx.replayBaseline()
                     guard baseline.rebuildPoint(for: try tx.subscriberPosition(for: name) ?? .start) != nil else { return nil }
                     let last = try tx.lastSeq()
-                    try rebuild(tx)
+                    let handle = SubscriberTransaction(tx)
+                    try rebuild(handle)
+                    try handle.rethrowFailure()
                     try tx.markSubscriberRebuilt(name, through: last, bulkGeneration: baseline.bulkGeneration, at: Date())
                     return last
                 }, afterCommit: { _ in })

@@ -13,7 +13,7 @@ extension FeedStore: FeedBackend {
 
     /// Runs `body` in an IMMEDIATE transaction on the writer connection; `afterCommit` runs after `COMMIT`, still
     /// holding the writer connection, so the commits of this process reach it in commit order.
-    public func write<T>(_ body: (any FeedTransaction) throws -> T, afterCommit: (T) -> Void) throws -> T {
+    package func write<T>(_ body: (any FeedTransaction) throws -> T, afterCommit: (T) -> Void) throws -> T {
         do {
             return try database.writeWithoutTransaction { db in
                 let result = try db.transaction(.immediate) { db in try body(SQLiteTransaction(db, likeKeys: likeKeys)) }
@@ -25,11 +25,11 @@ extension FeedStore: FeedBackend {
         }
     }
 
-    public func read<T>(_ body: (any FeedTransaction) throws -> T) throws -> T {
+    package func read<T>(_ body: (any FeedTransaction) throws -> T) throws -> T {
         try read { db in try body(SQLiteTransaction(db)) }
     }
 
-    public func readOnce<T>(_ body: (any FeedTransaction) throws -> T) throws -> T {
+    package func readOnce<T>(_ body: (any FeedTransaction) throws -> T) throws -> T {
         try unsafeRead { db in try body(SQLiteTransaction(db)) }
     }
 
@@ -46,11 +46,11 @@ extension FeedStore: FeedBackend {
         }
     }
 
-    public func bulkLoad<T>(_ body: (any FeedBulkLoader) throws -> T) throws -> T {
+    package func bulkLoad<T>(_ body: (any FeedBulkLoader) throws -> T) throws -> T {
         try BulkLoader.load(into: self) { loader in try body(loader) }
     }
 
-    public func makeChangeWatch(watchFiles: Bool) throws -> any FeedChangeWatch {
+    package func makeChangeWatch(watchFiles: Bool) throws -> any FeedChangeWatch {
         guard let path else {
             throw StorageError.cannotOpen(path: ":memory:", reason: "an in-memory database has no other processes to follow")
         }

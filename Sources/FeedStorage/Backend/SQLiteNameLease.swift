@@ -9,7 +9,7 @@ extension FeedStore {
     /// stays (empty) after release. In memory: a process-local set of names.
     ///
     /// Related documentation: <https://man7.org/linux/man-pages/man2/flock.2.html>
-    public func tryHold(name: String) throws -> (any FeedNameLease)? {
+    package func tryHold(name: String) throws -> (any FeedNameLease)? {
         guard let path else {
             return InMemoryNameLease.tryHold(name, database: ObjectIdentifier(self))
         }

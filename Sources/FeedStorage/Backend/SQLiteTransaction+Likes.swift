@@ -7,7 +7,7 @@ extension SQLiteTransaction {
     /// ``LikeKeyCache`` or one index probe), so an unknown user or post rejects the unit before it writes; then each
     /// command's like row and the post's count, and its event carrying the count after the change, appended at once —
     /// the transaction holds SQLite's only write lock, so there is no lock order to keep.
-    public func applyLikes(_ units: [LikeUnit]) throws -> [Result<[LikeOutcome], StorageError>] {
+    package func applyLikes(_ units: [LikeUnit]) throws -> [Result<[LikeOutcome], StorageError>] {
         let likes = LikeRepository(connection)
         let log = EventLog(connection)
         var outcomes: [Result<[LikeOutcome], StorageError>] = []

@@ -92,7 +92,7 @@ public final class SQLiteTransaction: FeedTransaction {
     }
 
     /// Appends the drafts one row each; the transaction already holds SQLite's only write lock, so seqs follow.
-    public func appendEvents(_ drafts: [EventDraft]) throws -> [EventRecord] {
+    package func appendEvents(_ drafts: [EventDraft]) throws -> [EventRecord] {
         let log = EventLog(connection)
         return try drafts.map { draft in
             try log.append(kind: draft.kind, userID: draft.userID, postID: draft.postID, likeCount: draft.likeCount, at: draft.at)
