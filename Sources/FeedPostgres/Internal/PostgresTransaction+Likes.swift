@@ -47,7 +47,6 @@ extension PostgresTransaction {
         return pairs
     }
 
-
     /// The whole batch in one statement: `feedsync_apply_likes` (migrations 0003 and 0004) locks the batch's posts,
     /// then its users, in key order, applies each unit (in a subtransaction when there are several), appends the
     /// events last, and returns one row per operation. With one unit, its failure fails the statement — and so the

@@ -78,7 +78,6 @@ extension PostgresTransaction {
     static let missingHead = StorageError.database(
         DatabaseFailure(backend: PostgresBackend.name, code: "P0002", message: "the event_log_head row is missing"))
 
-
     func events(after seq: Int64, limit: Int?) throws -> [EventRecord] {
         let limitValue: DatabaseValue = limit.map { $0 < 0 ? .null : .integer(Int64($0)) } ?? .null
         let result = try run(
