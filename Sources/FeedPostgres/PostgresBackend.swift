@@ -45,7 +45,7 @@ public final class PostgresBackend: FeedBackend {
     public let migrator: PostgresMigrator
     let url: String
     private let pool: ConnectionPool
-    private let writers = WritingThreads()
+    let writers = WritingThreads()
     /// Announces this backend's commits to other processes' change watches (``PostgresOpenMode/migrate`` only).
     let notifier: PostgresNotifier?
 
@@ -277,7 +277,7 @@ public final class PostgresBackend: FeedBackend {
     /// callers shares one.
     public var concurrentWriteTransactions: Int { min(2, options.maximumConnections) }
 
-    private func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+    func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         do {
             return try pool.withConnection(body)
         } catch let error as ConnectionPool.PoolError {
@@ -295,7 +295,7 @@ public final class PostgresBackend: FeedBackend {
     }
 
     /// Runs a transaction-control statement.
-    private static func control(_ connection: PostgresConnection, _ sql: String, location: String) throws(StorageError) {
+    static func control(_ connection: PostgresConnection, _ sql: String, location: String) throws(StorageError) {
         do {
             try connection.executeScript(sql)
         } catch {
@@ -304,7 +304,7 @@ public final class PostgresBackend: FeedBackend {
     }
 
     /// Rolls back whatever is open; a connection that cannot is broken, and the pool discards it.
-    private static func rollBack(_ connection: PostgresConnection) {
+    static func rollBack(_ connection: PostgresConnection) {
         _ = try? connection.executeScript("ROLLBACK")
     }
 
@@ -313,43 +313,6 @@ public final class PostgresBackend: FeedBackend {
     /// The schema versions: the database's (its newest recorded migration), this binary's, and the pending ones.
     public func schemaStatus() throws -> SchemaStatus {
         try withConnection { connection in try migrator.status(connection, location: location) }
-    }
-
-    /// Bulk-loads users, posts and likes with `COPY` in one transaction (see ``FeedBulkLoader``): bounded memory
-    /// apart from the set of like pairs added, keys assigned by the loader, like counts recounted and the load
-    /// recorded in the replay baseline before commit. Not retried on a deadlock (the body may not be repeatable).
-    ///
-    /// The loader takes `EXCLUSIVE` locks on `users`, `posts` and `likes` (writes wait, reads go on) and disables the
-    /// like-count trigger for the load, which needs the role that owns the tables.
-    package func bulkLoad<T>(_ body: (any FeedBulkLoader) throws -> T) throws -> T {
-        guard mode == .migrate else { throw StorageError.readOnly(path: location) }
-        guard !writers.containsCurrentThread else { throw Self.reentrantWrite }
-        writers.enter()
-        defer { writers.leave() }
-        return try withConnection { connection in
-            try Self.control(connection, "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE", location: location)
-            do {
-                let loader = try PostgresBulkLoader(connection: connection, location: location)
-                let value = try body(loader)
-                try loader.finish()
-                let result: PostgresResult
-                do throws(PostgresFailure) {
-                    result = try connection.executeScript("COMMIT")
-                } catch {
-                    throw error.storageError(location: location)
-                }
-                guard result.commandStatus != "ROLLBACK" else {
-                    throw StorageError.database(
-                        DatabaseFailure(
-                            backend: Self.name, code: "25P02", message: "the bulk load was aborted and rolled back", sql: "COMMIT"))
-                }
-                loader.vacuumAfterCommit()
-                return value
-            } catch {
-                Self.rollBack(connection)
-                throw error
-            }
-        }
     }
 
     /// A watch on its own connection that `LISTEN`s for other processes' commits (their backends send
@@ -382,7 +345,7 @@ public final class PostgresBackend: FeedBackend {
 /// The threads inside a write of one backend.
 ///
 /// `@unchecked Sendable`: `threads` is only touched while `lock` is held.
-private final class WritingThreads: @unchecked Sendable {
+final class WritingThreads: @unchecked Sendable {
     private let lock = NSLock()
     private var threads: [pthread_t] = []
 
