@@ -1,10 +1,9 @@
 @testable import FeedCLI
 import FeedSync
 import Foundation
-import FeedTestThreads
 import Testing
 
-@Suite(.ownThreads) struct OutputTests {
+@Suite struct OutputTests {
     @Test func sanitizerRemovesEscapesAndLineBreaks() {
         #expect(TextSanitizer.clean("a\u{1B}[2Jb\nc\td\u{7}\u{9B}e\u{202E}f") == "a[2Jb c def")
     }

@@ -1,11 +1,10 @@
 @testable import FeedCLI
-import FeedTestThreads
 import Testing
 
 /// A deterministic random-input driver for the argument parser: it must never crash, and every refusal must be a
 /// `ParserError` with a one-line `Error: …` message. Inputs mix real command words and flags with hostile tokens,
 /// so the driver reaches deep into decoding and validation rather than stopping at "unknown command".
-@Suite(.ownThreads) struct ParserFuzzTests {
+@Suite struct ParserFuzzTests {
     static let vocabulary: [String] = [
         "init", "status", "user", "add", "list", "post", "feed", "show", "like", "unlike", "toggle", "events", "watch",
         "app", "seed", "check", "demo", "help", "--db", "--user", "--json", "--no-color", "--help", "-h", "--version",

@@ -1,9 +1,8 @@
 @testable import FeedCLI
 import FeedSync
-import FeedTestThreads
 import Testing
 
-@Suite(.ownThreads) struct ParserTests {
+@Suite struct ParserTests {
     // MARK: - Every error path
 
     struct Failure: Sendable, CustomTestStringConvertible {

@@ -1,8 +1,7 @@
 @testable import FeedCLI
-import FeedTestThreads
 import Testing
 
-@Suite(.ownThreads) struct TokenizerTests {
+@Suite struct TokenizerTests {
     @Test func splitsValuesOptionsShortFlagsAndTerminator() {
         let tokens = Tokenizer.tokenize(["feed", "--limit", "5", "--db=/tmp/x", "-h", "--", "--json", "-5"])
         #expect(

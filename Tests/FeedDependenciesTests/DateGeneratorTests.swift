@@ -1,9 +1,8 @@
 import FeedDependencies
 import Foundation
-import FeedTestThreads
 import Testing
 
-@Suite(.dependencies(), .ownThreads) struct DateGeneratorTests {
+@Suite(.dependencies()) struct DateGeneratorTests {
     @Test func testValueIsTheFixedReferenceDate() {
         @Dependency(\.date) var date
         #expect(date() == DateGenerator.testReferenceDate)

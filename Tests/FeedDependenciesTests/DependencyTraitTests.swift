@@ -1,9 +1,8 @@
 import FeedDependencies
 import Foundation
-import FeedTestThreads
 import Testing
 
-@Suite(.dependencies { $0.date.now = Date(timeIntervalSince1970: 1) }, .ownThreads)
+@Suite(.dependencies { $0.date.now = Date(timeIntervalSince1970: 1) })
 struct DependencyTraitTests {
     @Test func suiteTraitAppliesToItsTests() {
         #expect(DependencyValues.current.context == .test)

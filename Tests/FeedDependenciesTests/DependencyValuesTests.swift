@@ -1,6 +1,5 @@
 import FeedDependencies
 import Foundation
-import FeedTestThreads
 import Testing
 
 /// A key with all three values declared.
@@ -33,7 +32,7 @@ extension DependencyValues {
     }
 }
 
-@Suite(.ownThreads) struct DependencyValuesTests {
+@Suite struct DependencyValuesTests {
     @Test(arguments: [
         (DependencyContext.live, "live"), (.preview, "preview"), (.test, "test"),
     ])

@@ -1,6 +1,5 @@
 import FeedDependencies
 import Foundation
-import FeedTestThreads
 import Testing
 
 /// A model that captures its dependencies when created.
@@ -10,7 +9,7 @@ private struct Clockwork {
     @Dependency(UUIDGenerator.self) var uuidByKey
 }
 
-@Suite(.dependencies(), .ownThreads) struct DependencyWrapperTests {
+@Suite(.dependencies()) struct DependencyWrapperTests {
     @Test func nestedKeyPathReadsTheOverriddenNow() {
         let fixed = Date(timeIntervalSince1970: 1_000)
         withDependencies {

@@ -1,9 +1,8 @@
 import FeedDependencies
 import Foundation
-import FeedTestThreads
 import Testing
 
-@Suite(.dependencies(), .ownThreads) struct UUIDGeneratorTests {
+@Suite(.dependencies()) struct UUIDGeneratorTests {
     @Test func twoCallsThroughDependencyGiveConsecutiveIds() {
         withDependencies {
             $0.uuid = .incrementing

@@ -1,9 +1,8 @@
 import FeedPublishers
 import Synchronization
-import FeedTestThreads
 import Testing
 
-@Suite(.ownThreads) struct AnyCancellableTests {
+@Suite struct AnyCancellableTests {
     @Test func cancelsOnDeinitExactlyOnce() {
         let calls = Atomic<Int>(0)
         do {

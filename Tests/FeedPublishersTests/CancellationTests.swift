@@ -1,9 +1,8 @@
 import FeedPublishers
 import Synchronization
-import FeedTestThreads
 import Testing
 
-@Suite(.ownThreads) struct CancellationTests {
+@Suite struct CancellationTests {
     @Test func noValueReachesSubscriberAfterCancel() {
         let sut = PassthroughPublisher<Int, Never>()
         let received = Received<Int>()

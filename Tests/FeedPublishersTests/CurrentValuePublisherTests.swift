@@ -1,8 +1,7 @@
 import FeedPublishers
-import FeedTestThreads
 import Testing
 
-@Suite(.ownThreads) struct CurrentValuePublisherTests {
+@Suite struct CurrentValuePublisherTests {
     typealias Tracker = TrackingSubscriber<Int, TestError>
 
     @Test func newSubscriberGetsValueCurrentAtItsFirstRequest() {

@@ -1,8 +1,7 @@
 import FeedPublishers
-import FeedTestThreads
 import Testing
 
-@Suite(.ownThreads) struct DemandTests {
+@Suite struct DemandTests {
     typealias Demand = Subscribers.Demand
 
     @Test func finiteDemandsAddSubtractAndMultiply() {

@@ -1,9 +1,8 @@
 import FeedPublishers
 import Synchronization
-import FeedTestThreads
 import Testing
 
-@Suite(.ownThreads) struct EventPublisherTests {
+@Suite struct EventPublisherTests {
     @Test func loggerRunsOncePerSendBeforeDelivery() {
         let log = Received<String>()
         let sut = EventPublisher<Int> { log.append("log \($0)") }

@@ -1,8 +1,7 @@
 import FeedPublishers
-import FeedTestThreads
 import Testing
 
-@Suite(.ownThreads) struct OperatorTests {
+@Suite struct OperatorTests {
     @Test func mapTransformsValues() {
         let sut = PassthroughPublisher<Int, Never>()
         let received = Received<String>()

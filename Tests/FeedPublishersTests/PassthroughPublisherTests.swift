@@ -1,8 +1,7 @@
 import FeedPublishers
-import FeedTestThreads
 import Testing
 
-@Suite(.ownThreads) struct PassthroughPublisherTests {
+@Suite struct PassthroughPublisherTests {
     typealias Tracker = TrackingSubscriber<Int, TestError>
 
     @Test func dropsValueForSubscriberWithoutDemand() {

@@ -1,9 +1,8 @@
 import FeedPublishers
 import Synchronization
-import FeedTestThreads
 import Testing
 
-@Suite(.ownThreads) struct ReentrancyTests {
+@Suite struct ReentrancyTests {
     @Test func subscriberMaySendFromInsideReceive() {
         let sut = PassthroughPublisher<Int, Never>()
         let a = Received<Int>()

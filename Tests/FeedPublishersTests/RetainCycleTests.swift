@@ -1,9 +1,8 @@
 import FeedPublishers
 import Synchronization
-import FeedTestThreads
 import Testing
 
-@Suite(.ownThreads) struct RetainCycleTests {
+@Suite struct RetainCycleTests {
     @Test func droppingTheCancellableFreesSubscriberAndPublisher() {
         weak var weakSubject: PassthroughPublisher<Int, Never>?
         weak var weakProbe: LifetimeProbe?

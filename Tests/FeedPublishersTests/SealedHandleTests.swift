@@ -1,8 +1,7 @@
 import FeedPublishers
-import FeedTestThreads
 import Testing
 
-@Suite(.ownThreads) struct SealedHandleTests {
+@Suite struct SealedHandleTests {
     /// Walks a value's mirror recursively and reports whether any reachable child is a sending type.
     private func containsSender(_ subject: Any, depth: Int = 0) -> Bool {
         if subject is PassthroughPublisher<Int, Never> || subject is CurrentValuePublisher<Int, Never>

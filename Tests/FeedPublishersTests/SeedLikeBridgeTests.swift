@@ -1,6 +1,5 @@
 import FeedPublishers
 import Foundation
-import FeedTestThreads
 import Testing
 
 // Seed 004's example, pasted with SwiftUI removed: the feed list and detail views became a
@@ -73,7 +72,7 @@ struct DetailView {
     }
 }
 
-@Suite(.ownThreads) struct SeedLikeBridgeTests {
+@Suite struct SeedLikeBridgeTests {
     @Test @MainActor func feedShowsPostLikedInDetailThenUnliked() async {
         let feed = FeedListView()
         feed.onAppear()

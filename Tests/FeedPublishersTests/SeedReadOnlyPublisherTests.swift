@@ -1,5 +1,4 @@
 import FeedPublishers
-import FeedTestThreads
 import Testing
 
 // Seed 000's example, pasted with SwiftUI removed: `: ObservableObject` dropped, `@Published`
@@ -81,7 +80,7 @@ struct ChildViewBuilder {
     }
 }
 
-@Suite(.ownThreads) struct SeedReadOnlyPublisherTests {
+@Suite struct SeedReadOnlyPublisherTests {
     @Test @MainActor func childCountFollowsParentTaps() {
         let viewModel = ParentViewModel()
         let child = ChildViewBuilder().build(readOnlyCurrentValuePublisher: viewModel.currentValuePublisher)

@@ -1,9 +1,8 @@
 import FeedPublishers
-import FeedTestThreads
 import Testing
 
 /// The subjects against the reference model of `shared/COMBINE-SEMANTICS.md` (`Support/SubjectModel.swift`).
-@Suite(.ownThreads) struct SubjectModelTests {
+@Suite struct SubjectModelTests {
     typealias Tracker = TrackingSubscriber<Int, TestError>
 
     // MARK: - Randomized scripts
