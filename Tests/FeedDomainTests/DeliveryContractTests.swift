@@ -228,4 +228,21 @@ import Testing
         #expect(errors.values.allSatisfy { $0.contains("inside") }, "\(errors.values)")
         #expect(try service.post(id: "post3", viewerID: "user2").liked == false)
     }
+
+    /// With nobody listening (no subscriber, no logger) a command's events are delivered as it commits, without a
+    /// trip to the delivery executor: `lastDeliveredSeq` has its seq when it returns. A subscriber that attaches
+    /// later gets what follows, in order, through the executor.
+    @Test func withNobodyListeningEventsAreDeliveredAsTheyCommitAndALaterSubscriberGetsWhatFollows() throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        defer { service.close() }
+        for round in 0..<50 {
+            let result = try service.toggle(userID: "user1", postID: "post\(1 + round % 3)")
+            #expect(service.bridge.lastDeliveredSeq == result.seq, "round \(round)")
+        }
+        let seen = Recorder(service.bridge.changes.map(\.seq))
+        let later = try (0..<5).compactMap { _ in try service.toggle(userID: "user2", postID: "post1").seq }
+        #expect(seen.wait { $0 == later })
+        #expect(service.waitForDelivery(through: later[later.count - 1], timeout: .seconds(10)))
+    }
 }

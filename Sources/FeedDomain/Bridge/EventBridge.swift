@@ -34,12 +34,15 @@ public final class EventBridge: Sendable {
     /// Creates a bridge.
     ///
     /// - Parameter logger: called once per like event, before delivery (seed 004's `EventPublisher` logger).
-    public init(logger: @escaping @Sendable (LikeEvent) -> Void = { _ in }) {
-        let likeEvent = EventPublisher<LikeEvent>(logger: logger)
+    public init(logger: (@Sendable (LikeEvent) -> Void)? = nil) {
+        let likeEvent = EventPublisher<LikeEvent>(logger: logger ?? { _ in })
         let changeSubject = PassthroughPublisher<EventRecord, Never>()
         sealedLikes = likeEvent.publisher()
         sealedChanges = changeSubject.sealed()
-        sequencer = EventSequencer { batch in
+        let logs = logger != nil
+        sequencer = EventSequencer(
+            isListened: { logs || changeSubject.hasSubscribers || likeEvent.hasSubscribers }
+        ) { batch in
             for event in batch.events {
                 changeSubject.send(event)
                 switch event.kind {

@@ -26,6 +26,13 @@ internal import Foundation
 /// schedules it and returns; nobody who submits waits for it. ``waitForDelivery(through:timeout:)`` is how a caller
 /// off the executors waits for its events to have reached every subscriber.
 ///
+/// Two measured shortcuts keep the hand-off off a command's cost. With nobody listening (no subscriber, no logger)
+/// and nothing in flight, a submitted range is delivered as it is handed over, on the committing thread. And a drain
+/// that found nothing more to deliver lingers for ``lingerWindow`` before it gives the executor up, so that a
+/// caller's next command finds it running and wakes no thread (W4, a sink on the bridge, release build on 2 cores,
+/// interleaved, median of 5: 19.6k ops/s without the window, 23.4k with it; before delivery left the committing
+/// thread, 24.5k).
+///
 /// `@unchecked Sendable`: `backlog` and `isScheduled` are only touched while `condition` is locked; `queue` and
 /// `deliver` are immutable.
 final class EventSequencer: @unchecked Sendable {
@@ -44,9 +51,15 @@ final class EventSequencer: @unchecked Sendable {
     private var isScheduled = false
     private let queue = FeedExecutor.makeQueue(label: "FeedSync.Delivery")
     private let deliver: @Sendable (Batch) -> Void
+    /// Whether anyone would see a delivery now (a subscriber or a logger).
+    private let isListened: @Sendable () -> Bool
 
-    /// - Parameter deliver: called with each batch of events, in seq order, on the delivery executor.
-    init(deliver: @escaping @Sendable (Batch) -> Void) {
+    /// - Parameters:
+    ///   - isListened: whether a delivery now would reach anyone; when it would not and nothing is in flight, a
+    ///     range submitted is delivered as it is handed over, with no trip to the delivery executor.
+    ///   - deliver: called with each batch of events, in seq order, on the delivery executor.
+    init(isListened: @escaping @Sendable () -> Bool = { true }, deliver: @escaping @Sendable (Batch) -> Void) {
+        self.isListened = isListened
         self.deliver = deliver
     }
 
@@ -123,8 +136,18 @@ final class EventSequencer: @unchecked Sendable {
     /// - Returns: how many of `events` were not known before (the rest overlapped earlier ranges).
     @discardableResult
     func submit(after: Int64, through: Int64, events: [EventRecord]) -> Int {
+        // Asked before the lock: a subscriber that attaches meanwhile is one that attached after this commit.
+        let listened = isListened()
         let (added, schedule) = withBacklog { backlog -> (Int, Bool) in
             let added = backlog.submit(after: after, through: through, events: events)
+            if !listened, !isScheduled, outstanding.isEmpty {
+                // Nobody would see these events and no delivery is in flight that they must follow: they are
+                // delivered here, in order, without waking the delivery executor (a command with nobody listening
+                // pays no thread hand-off).
+                while let batch = backlog.next() { backlog.finish(batch) }
+                condition.broadcast()
+                return (added, false)
+            }
             defer { isScheduled = true }
             return (added, !isScheduled)
         }
@@ -152,16 +175,33 @@ final class EventSequencer: @unchecked Sendable {
     /// schedules the next drain). Runs on `queue`.
     private func drain() {
         condition.lock()
-        while let batch = backlog.next() {
+        var idleSince: ContinuousClock.Instant?
+        while true {
+            if let batch = backlog.next() {
+                condition.unlock()
+                deliver(batch)
+                condition.lock()
+                backlog.finish(batch)
+                condition.broadcast()
+                idleSince = nil
+                continue
+            }
+            // Linger before giving the executor up: a caller's next command usually commits within the window, and
+            // finding the drain still running it hands its range over without waking a thread (see the type's notes).
+            let now = ContinuousClock.now
+            let since = idleSince ?? now
+            idleSince = since
+            guard now - since < Self.lingerWindow else { break }
             condition.unlock()
-            deliver(batch)
+            sched_yield()
             condition.lock()
-            backlog.finish(batch)
-            condition.broadcast()
         }
         isScheduled = false
         condition.unlock()
     }
+
+    /// How long a drain that found nothing more to deliver keeps polling for the next range before it ends.
+    static let lingerWindow: Duration = .microseconds(100)
 
     private func withBacklog<Result>(_ body: (inout Backlog) throws -> Result) rethrows -> Result {
         condition.lock()

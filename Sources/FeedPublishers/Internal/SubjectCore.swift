@@ -59,6 +59,11 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
         state.withLock(annotating: self) { $0.completion != nil }
     }
 
+    /// Whether any subscription is attached (a send now would reach someone).
+    var hasSubscribers: Bool {
+        state.withLock(annotating: self) { !$0.conduits.isEmpty }
+    }
+
     // MARK: - Sending
 
     @inlinable

@@ -29,6 +29,9 @@ public final class EventPublisher<Output: Sendable>: Sendable {
         subject.send(value)
     }
 
+    /// Whether any subscriber is attached now.
+    package var hasSubscribers: Bool { subject.hasSubscribers }
+
     /// Returns a sealed, subscribe-only publisher of the events.
     public func publisher() -> AnyPublisher<Output, Never> {
         subject.sealed()

@@ -20,6 +20,9 @@ public class ReadOnlyPassthroughPublisher<Element: Sendable, Failure: Error>: Pu
         core = SubjectCore(value: nil)
     }
 
+    /// Whether any subscriber is attached now: a value sent now would reach someone.
+    package var hasSubscribers: Bool { core.hasSubscribers }
+
     /// Attaches a subscriber; after completion it gets the completion at once and nothing else.
     public func receive<S: Subscriber>(subscriber: S) where S.Input == Element, S.Failure == Failure {
         core.subscribe(subscriber)
