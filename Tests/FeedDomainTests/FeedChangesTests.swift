@@ -162,7 +162,8 @@ import Testing
             let batch = try await iterator.next()
             Issue.record("no error, got \(String(describing: batch))")
         } catch {
-            #expect(error == .invalidValue(field: "seq", value: "2", reason: "events through 4 were pruned; rebuild from the tables"))
+            #expect(error == .historyPruned(after: 2, prunedThrough: 4))
+            #expect(error.category == .historyPruned)
         }
         #expect(try await iterator.next() == nil)
         // From the pruning mark on, the log is complete.

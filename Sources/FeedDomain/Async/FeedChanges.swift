@@ -43,8 +43,8 @@ extension FeedService {
 /// while let batch = try await iterator.next() { print(batch.map(\.seq)) }
 /// ```
 ///
-/// Errors: ``FeedError/invalidValue(field:value:reason:)`` with field `seq` when events the consumer still needs
-/// were pruned from the log (it must rebuild from the tables), ``FeedError/invalidLimit(_:maximum:)`` for a bad
+/// Errors: ``FeedError/historyPruned(after:prunedThrough:)`` when events the consumer still needs were pruned from
+/// the log (it must rebuild from the tables), ``FeedError/invalidLimit(_:maximum:)`` for a bad
 /// `maximumBatch`, and the errors of ``FeedService/events(after:limit:)``. After an error the iteration is over.
 public struct FeedChanges: AsyncSequence, Sendable {
     /// A batch: one or more events, in seq order, contiguous.
@@ -198,7 +198,7 @@ final class ChangeStream {
     }
 
     private static func pruned(at seq: Int64, through pruned: Int64) -> FeedError {
-        .invalidValue(field: "seq", value: "\(seq)", reason: "events through \(pruned) were pruned; rebuild from the tables")
+        .historyPruned(after: seq, prunedThrough: pruned)
     }
 
     /// Ends the iteration: cancels the subscription and drops the inbox.

@@ -342,7 +342,7 @@ public final class DurableSubscriber: Sendable {
                 case .needsRebuild(let cursor, let through):
                     signals.send(.needsRebuild(cursor: cursor, prunedThrough: through))
                     if stopped() { return applied }
-                    try rebuildState()
+                    try rebuildState(cursor: cursor, through: through)
                 case .applied(let count, let through, let stoppedDuringBatch):
                     applied += count
                     if stoppedDuringBatch { return applied }
@@ -373,7 +373,7 @@ public final class DurableSubscriber: Sendable {
                             stoppedDuringBatch = true
                             break
                         }
-                        try apply(event, tx)
+                        try handling(event) { try apply(event, tx) }
                         last = event.seq
                         count += 1
                     }
@@ -406,28 +406,39 @@ public final class DurableSubscriber: Sendable {
                     stoppedDuringBatch = true
                     break
                 }
-                try handle(event)
+                try handling(event) { try handle(event) }
                 last = event.seq
                 handled += 1
             }
             return .applied(count: handled, through: last, stopped: stoppedDuringBatch || stopped())
         }
 
-        /// Rebuilds the state from the tables and moves the cursor to the end of the log, in one transaction — unless
-        /// another instance under the same name did it meanwhile.
-        private func rebuildState() throws {
-            guard let rebuild else {
-                throw FeedError.storage(
-                    .constraintViolation(
-                        field: "subscriber \(name)",
-                        reason: "the log cannot replay what it missed (pruned or bulk-loaded) and it has no rebuild"))
+        /// Runs the handler (or rebuild) for `event` (`nil` for a rebuild). What it throws is carried as
+        /// ``FeedError/handlerFailed(subscriber:seq:error:)``, except a database failure under it (a ``StorageError``,
+        /// or a ``FeedError/storage(_:)``), which stays one: the backend retries or reports it as any other.
+        private func handling(_ event: EventRecord?, _ body: () throws -> Void) throws {
+            do {
+                try body()
+            } catch let error as StorageError {
+                throw error
+            } catch FeedError.storage(let error) {
+                throw error
+            } catch {
+                throw FeedError.handlerFailed(subscriber: name, seq: event?.seq, error: FeedError.HandlerError(error))
             }
+        }
+
+        /// Rebuilds the state from the tables and moves the cursor to the end of the log, in one transaction — unless
+        /// another instance under the same name did it meanwhile. Without a rebuild closure, the subscriber cannot go
+        /// on: ``FeedError/historyPruned(after:prunedThrough:)``.
+        private func rebuildState(cursor: Int64, through: Int64) throws {
+            guard let rebuild else { throw FeedError.historyPruned(after: cursor, prunedThrough: through) }
             let seq = try service.backend.write(
                 { tx -> Int64? in
                     let baseline = try tx.replayBaseline()
                     guard baseline.rebuildPoint(for: try tx.subscriberPosition(for: name) ?? .start) != nil else { return nil }
                     let last = try tx.lastSeq()
-                    try rebuild(tx)
+                    try handling(nil) { try rebuild(tx) }
                     try tx.markSubscriberRebuilt(name, through: last, bulkGeneration: baseline.bulkGeneration, at: Date())
                     return last
                 }, afterCommit: { _ in })
