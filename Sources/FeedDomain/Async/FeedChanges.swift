@@ -162,7 +162,7 @@ final class ChangeStream {
             case .start, .finished:
                 return nil
             case .backlog:
-                let page = try await readLog(limit: maximumBatch)
+                guard let page = try await readLog(limit: maximumBatch) else { return nil }
                 // Live events the log already covered are dropped now, so a long backlog does not pile them up.
                 inbox.discard(through: last)
                 if page.count < maximumBatch { phase = .live }
@@ -175,7 +175,9 @@ final class ChangeStream {
                     return batch
                 case .gap(let firstBuffered):
                     // The bridge's next event is beyond the next seq: read the missing ones from the log first.
-                    let page = try await readLog(limit: Int(min(Int64(maximumBatch), firstBuffered - last - 1)))
+                    guard let page = try await readLog(limit: Int(min(Int64(maximumBatch), firstBuffered - last - 1))) else {
+                        return nil
+                    }
                     guard !page.isEmpty else { throw Self.pruned(at: last, through: firstBuffered - 1) }
                     guard !Task.isCancelled else { return nil }
                     return page
@@ -188,8 +190,15 @@ final class ChangeStream {
 
     /// Up to `limit` events after ``last`` from the log; advances ``last``. Throws when the log no longer has the
     /// next seq (it was pruned): seqs are gap-free, so a first event beyond `last + 1` means the ones between are gone.
-    private func readLog(limit: Int) async throws(FeedError) -> [EventRecord] {
-        let page = try await service.events(after: last, limit: limit)
+    ///
+    /// - Returns: the events, or `nil` when the task was cancelled before the read started.
+    private func readLog(limit: Int) async throws(FeedError) -> [EventRecord]? {
+        let page: [EventRecord]
+        do {
+            page = try await service.events(after: last, limit: limit)
+        } catch .cancelled {
+            return nil
+        }
         if let first = page.first, first.seq > last + 1 {
             throw Self.pruned(at: last, through: first.seq - 1)
         }
