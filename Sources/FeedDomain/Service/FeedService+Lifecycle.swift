@@ -53,12 +53,31 @@ extension FeedService {
     public func close() {
         guard lifecycle.close() else { return }
         sharedWatch.close()
+        bridge.sequencer.detachLog(owner: ObjectIdentifier(self))
         backend.close()
         log(.serviceClosed, .info, "the service is closed")
     }
 
     /// Whether ``close()`` was called (directly or by the end of ``run()``).
     public var isClosed: Bool { lifecycle.isClosed }
+
+    /// Lets the bridge's delivery read from this service's log the events it does not keep in memory (a slow
+    /// subscriber held it up); until ``close()``.
+    func attachDeliveryLog() {
+        bridge.sequencer.attachLog(
+            EventSequencer.LogSource(
+                owner: ObjectIdentifier(self),
+                read: { [weak self] after, limit in
+                    guard let service = self, !service.isClosed else { return nil }
+                    do {
+                        return try service.backend.readOnce { tx in try tx.events(after: after, limit: limit) }
+                    } catch {
+                        if service.isClosed { return nil }
+                        throw error
+                    }
+                },
+                log: { [weak self] kind, level, message, fields in self?.log(kind, level, message, fields) }))
+    }
 
     /// Throws ``FeedError/serviceClosed`` once the service is closed: the first step of every command and query.
     func checkOpen() throws(FeedError) {

@@ -72,6 +72,7 @@ public final class FeedService: Sendable {
         do {
             let last = try backend.readOnce { tx in try tx.lastSeq() }
             bridge.sequencer.setBaseline(last)
+            attachDeliveryLog()
         } catch {
             throw FeedError.wrap(error)
         }
