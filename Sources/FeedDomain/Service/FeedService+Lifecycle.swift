@@ -44,8 +44,8 @@ extension FeedService {
     /// from the log (a subscriber fell behind, see ``EventBridge``) are not delivered. Call
     /// ``waitForDelivery(through:timeout:)`` first to see your last commit delivered. It waits for the watch's
     /// thread to end its current step (at most 5 seconds; at once when called on that thread) and for a command
-    /// still writing to finish. Change feeds and durable subscribers on the service stop retrying. Releasing a
-    /// service without closing it closes its connections as they are released, without waiting.
+    /// still writing to finish. Change feeds and durable subscribers on the service stop retrying. A service released
+    /// without closing closes its connections as they are released.
     ///
     /// ```swift
     /// defer { service.close() }
