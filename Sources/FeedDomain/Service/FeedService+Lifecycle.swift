@@ -29,10 +29,11 @@ extension FeedService {
             throw failure
         }
         let ending = await lifecycle.waitForEnd()
-        sharedWatch.release()
-        // Closing waits for the watch's current step and the backend's connections: not on a cooperative thread.
+        // Closing waits for the watch's current step and the backend's connections: not on a cooperative thread. The
+        // watch stops with the service, before this run lets go of it.
         let service = self
         _ = try? await blockingPool.run(honouringCancellation: false) { () throws(FeedError) in service.close() }
+        sharedWatch.release()
         if let ending { throw ending }
     }
 
