@@ -338,7 +338,8 @@ public final class PostgresBackend: FeedBackend {
     }
 
     deinit {
-        notifier?.stop()
+        // Never waits: the notifier's thread holds the notifier, sends what is due and ends on its own.
+        notifier?.stop(timeout: .zero)
     }
 }
 

@@ -78,12 +78,20 @@ extension FeedService {
     ///
     /// ```swift
     /// let local = try FeedService(location: "/var/lib/app/feed.sqlite")
-    /// let shared = try FeedService(location: "postgresql://app@db.internal/feed?sslmode=require")
+    /// let shared = try FeedService(location: "postgresql://app@db.internal/feed?sslmode=require") { event in
+    ///     print(event)   // or bridge it to swift-log; events never contain the password
+    /// }
     /// ```
     ///
+    /// - Parameters:
+    ///   - location: a path, `:memory:` or a PostgreSQL URL.
+    ///   - options: how to open it, the async API's pool size and the slow-command threshold.
+    ///   - bridge: where events go out; a new one by default.
+    ///   - logger: where the service's log events go (``FeedLogEvent``); `nil`, the default, logs nothing.
     /// - Throws: ``FeedError``; the description never contains a password.
     public convenience init(
-        location: String, options: FeedOpenOptions = FeedOpenOptions(), bridge: EventBridge = EventBridge()
+        location: String, options: FeedOpenOptions = FeedOpenOptions(), bridge: EventBridge = EventBridge(),
+        logger: FeedLogger? = nil
     ) throws(FeedError) {
         let parsed: FeedLocation
         do {
@@ -91,31 +99,29 @@ extension FeedService {
         } catch {
             throw FeedError.storage(error)
         }
-        try self.init(location: parsed, options: options, bridge: bridge)
+        try self.init(location: parsed, options: options, bridge: bridge, logger: logger)
     }
 
     /// Opens (creating and migrating if needed) the SQLite database file at `path` and creates a service over it.
     ///
-    /// Unlike ``init(location:options:bridge:)`` a URL is not recognised here: `path` is always a file.
+    /// Unlike ``init(location:options:bridge:logger:)`` a URL is not recognised here: `path` is always a file.
     public convenience init(path: String, bridge: EventBridge = EventBridge()) throws(FeedError) {
         try self.init(location: FeedLocation.sqliteFile(path: path), bridge: bridge)
     }
 
     /// Opens the database at a parsed location and creates a service over it.
     public convenience init(
-        location: FeedLocation, options: FeedOpenOptions = FeedOpenOptions(), bridge: EventBridge = EventBridge()
+        location: FeedLocation, options: FeedOpenOptions = FeedOpenOptions(), bridge: EventBridge = EventBridge(),
+        logger: FeedLogger? = nil
     ) throws(FeedError) {
         let backend = try FeedBackends.open(location, options: options)
+        let configuration = FeedService.Configuration(
+            blockingThreads: options.blockingThreads, slowCommandThreshold: options.slowCommandThreshold, logger: logger)
         do {
-            try self.init(backend: backend, bridge: bridge)
+            try self.init(backend: backend, bridge: bridge, configuration: configuration)
         } catch {
             backend.close()
             throw error
         }
-    }
-
-    /// Closes the database's connections; later calls fail.
-    public func close() {
-        backend.close()
     }
 }

@@ -1,4 +1,4 @@
-/// How ``FeedService/init(location:options:bridge:)`` opens a database, on either backend.
+/// How ``FeedService/init(location:options:bridge:logger:)`` opens a database, on either backend.
 public struct FeedOpenOptions: Sendable, Hashable {
     /// How the schema is treated.
     public enum Mode: Sendable, Hashable {
@@ -37,6 +37,13 @@ public struct FeedOpenOptions: Sendable, Hashable {
     /// default), or, when `false`, inside the commit that fills it past 1,000 pages as SQLite does by itself. See
     /// `Configuration.checkpointPolicy` and `Docs/Storage.md` ("Checkpoints").
     public var backgroundCheckpoints = true
+    /// The most threads the service's async calls run on at once (``FeedService/Configuration/blockingThreads``);
+    /// further calls wait in a queue. 8 by default, a pool shared by every service with the default; another value
+    /// gives the service a pool of its own. At least 1.
+    public var blockingThreads = FeedService.Configuration.defaultBlockingThreads
+    /// A command slower than this, from its call to its `COMMIT`, is logged as ``FeedLogEvent/Kind/slowCommand`` (when
+    /// the service has a logger); `nil` logs none. 1 second by default.
+    public var slowCommandThreshold: Duration? = .seconds(1)
 
     /// The defaults.
     public init() {}

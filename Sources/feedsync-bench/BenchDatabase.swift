@@ -57,7 +57,7 @@ struct BackendChoice {
 
 /// One run's database: open it with ``open()``, and ``remove()`` it after the service is closed.
 final class BenchDatabase {
-    /// What ``FeedService/init(location:options:bridge:)`` opens: a file path or a PostgreSQL URL (with its
+    /// What ``FeedService/init(location:options:bridge:logger:)`` opens: a file path or a PostgreSQL URL (with its
     /// password: never print it, use ``FeedLocation/redacted(_:)``).
     let location: String
     private let directory: TempDirectory?

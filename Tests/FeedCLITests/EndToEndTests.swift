@@ -299,6 +299,21 @@ import Testing
         #expect(try feedsync("events", "--since", "0").lines.count == 10)  // header + 9
     }
 
+    @Test(arguments: TestBackend.allCases) func eventsSinceAPrunedSeqFailsWithStatus66(on backend: TestBackend) throws {
+        guard try use(backend) else { return }
+        try demoDatabase()
+        let service = try FeedService(location: database)
+        #expect(try service.pruneEvents(through: 4) == 4)
+        service.close()
+        let message =
+            "Error: the events after seq 2 are no longer in the log (pruned through 4). Pass --since 4 or later, or leave --since out, to print what the log holds."
+        expectFailure(try feedsync("events", "--since", "2"), status: 66, message: message)
+        expectFailure(try feedsync("events", "--follow", "--since", "2"), status: 66, message: message)
+        // From the pruning mark on, and without --since, the log as it is.
+        #expect(try feedsync("events", "--json", "--since", "4").lines.count == 5)
+        #expect(try feedsync("events", "--json").lines.count == 5)
+    }
+
     @Test(arguments: TestBackend.allCases) func statusAndCheck(on backend: TestBackend) throws {
         guard try use(backend) else { return }
         try demoDatabase()

@@ -33,7 +33,7 @@ enum HelpSnapshots {
           --version   Show the version.
 
         Environment: FEEDSYNC_DB, FEEDSYNC_USER, NO_COLOR, XDG_DATA_HOME, FEEDSYNC_BUSY_TIMEOUT_MS.
-        Exit status: 0 ok, 1 check found violations, 64 usage, 65 data, 74 database or I/O, 75 busy.
+        Exit status: 0 ok, 1 check found violations, 64 usage, 65 data, 66 history pruned, 74 database or I/O, 75 busy.
 
         Start with 'feedsync demo'. See 'feedsync <command> --help' for details.
 

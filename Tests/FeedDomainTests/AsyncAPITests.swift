@@ -103,6 +103,100 @@ import Testing
         #expect(recorder.values.last?.postID == created.id)
     }
 
+    // MARK: - Cancellation
+
+    @Test(arguments: TestBackend.allCases) func anAsyncCallFromACancelledTaskThrowsCancelledAndWritesNothing(
+        on backend: TestBackend
+    ) async throws {
+        let dir = TemporaryDirectory()
+        guard let service = try makeService(in: dir, on: backend) else { return }
+        let before = try await service.status()
+        let attempts = Task { () -> [FeedError?] in
+            withUnsafeCurrentTask { $0?.cancel() }
+            var errors: [FeedError?] = []
+            func attempt(_ body: () async throws(FeedError) -> Void) async {
+                do {
+                    try await body()
+                    errors.append(nil)
+                } catch {
+                    errors.append(error)
+                }
+            }
+            await attempt { () async throws(FeedError) in _ = try await service.like(userID: "user1", postID: "post1") }
+            await attempt { () async throws(FeedError) in _ = try await service.createUser(id: "user9") }
+            await attempt { () async throws(FeedError) in _ = try await service.createPost(id: "post9", authorID: "user1", body: "b") }
+            await attempt { () async throws(FeedError) in
+                _ = try await service.perform([LikeCommand(.toggle, userID: "user2", postID: "post2")])
+            }
+            await attempt { () async throws(FeedError) in _ = try await service.pruneEvents(through: 6) }
+            await attempt { () async throws(FeedError) in _ = try await service.feedPage(viewerID: nil) }
+            return errors
+        }
+        let errors = try await value(of: attempts, within: 20, "the cancelled task's calls")
+        #expect(errors == Array(repeating: .cancelled, count: 6))
+        #expect(FeedError.cancelled.category == .cancelled)
+        // Nothing was written: the same counts, the same log.
+        #expect(try await service.status() == before)
+        #expect(try await service.events().count == 6)
+    }
+
+    /// A call whose task is cancelled while it waits for a pool thread does not start either.
+    @Test func aCallCancelledWhileQueuedDoesNotStart() async throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        let pool = BlockingExecutor(name: "test.queued", maximumThreads: 1)
+        let gate = DispatchSemaphore(value: 0)
+        defer { gate.signal() }
+        let (started, startedSignal) = AsyncStream.makeStream(of: Void.self)
+        let blocker = Task {
+            try await pool.run { () throws(FeedError) in
+                startedSignal.yield()
+                _ = gate.wait(timeout: .now() + 30 * asyncTestSlack)
+            }
+        }
+        try await receive(1, from: started, within: 20, "the blocking job to start")
+        let queued = BlockingExecutor.$override.withValue(pool) {
+            Task { try await service.like(userID: "user1", postID: "post1") }
+        }
+        try await waitUntil(within: 20, "the like to wait in the pool's queue") { pool.queuedJobs == 1 }
+        queued.cancel()
+        gate.signal()
+        try await value(of: blocker, within: 20, "the blocking job")
+        await #expect(throws: FeedError.cancelled) { try await queued.value }
+        #expect(try await service.status().likes == 0)
+    }
+
+    // MARK: - The pool's size
+
+    @Test func theServicesPoolSizeIsHonoured() async throws {
+        let dir = TemporaryDirectory()
+        var options = FeedOpenOptions()
+        options.blockingThreads = 3
+        let service = try makeService(at: dir.file("feed.sqlite"), options: options)
+        #expect(service.blockingPool !== BlockingExecutor.shared)
+        #expect(service.blockingPool.maximumThreads == 3)
+        let shared = try makeService(at: dir.file("other.sqlite"))
+        #expect(shared.blockingPool === BlockingExecutor.shared)
+        // Hold delivery in a sink, so that each async waitForDelivery holds a pool thread until it is released.
+        let gate = DispatchSemaphore(value: 0)
+        defer { for _ in 0..<2 { gate.signal() } }
+        let subscription = service.bridge.changes.sink { _ in _ = gate.wait(timeout: .now() + 30 * asyncTestSlack) }
+        defer { subscription.cancel() }
+        let seq = try #require(try await service.like(userID: "user1", postID: "post1").seq)
+        let waits = Task {
+            await withTaskGroup(of: Bool.self) { group in
+                for _ in 0..<8 { group.addTask { await service.waitForDelivery(through: seq, timeout: .seconds(60)) } }
+                return await group.reduce(into: [Bool]()) { $0.append($1) }
+            }
+        }
+        try await waitUntil(within: 30, "three waits running and five queued") {
+            service.blockingPool.threadCount == 3 && service.blockingPool.queuedJobs == 5
+        }
+        gate.signal()
+        #expect(try await value(of: waits, within: 60, "the waits") == Array(repeating: true, count: 8))
+        #expect(service.blockingPool.mostConcurrentJobs == 3)
+    }
+
     // MARK: - The cooperative pool stays free
 
     @Test func blockingBodiesRunOnDedicatedPoolThreads() async throws {

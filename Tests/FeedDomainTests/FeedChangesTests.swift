@@ -162,7 +162,8 @@ import Testing
             let batch = try await iterator.next()
             Issue.record("no error, got \(String(describing: batch))")
         } catch {
-            #expect(error == .invalidValue(field: "seq", value: "2", reason: "events through 4 were pruned; rebuild from the tables"))
+            #expect(error == .historyPruned(after: 2, prunedThrough: 4))
+            #expect(error.category == .historyPruned)
         }
         #expect(try await iterator.next() == nil)
         // From the pruning mark on, the log is complete.
@@ -190,6 +191,66 @@ import Testing
         let tenth = try await service.toggle(userID: "user1", postID: "post1")
         live.send(try #require(try await service.events(after: 9).first))
         #expect(try await iterator.next()?.map(\.seq) == [try #require(tenth.seq)])
+    }
+
+    /// A consumer that does not call `next()` while three times its inbox's capacity is committed: the inbox never
+    /// holds more than its capacity, and the stream then hands out every seq once, in order, reading what the inbox
+    /// dropped from the log.
+    @Test(arguments: TestBackend.allCases) func aLaggingStreamHoldsAtMostItsCapacityThenYieldsEverySeqOnceInOrder(
+        on backend: TestBackend
+    ) async throws {
+        let dir = TemporaryDirectory()
+        guard let location = try backend.makeLocation(in: dir) else { return }
+        let logged = AsyncLog<FeedLogEvent>()
+        let service = try makeService(at: location, logger: { logged.append($0) })
+        let consumer = Task { () async throws -> (seqs: [Int64], capacity: Int, most: Int, now: Int) in
+            var iterator = service.changes(after: 0).makeAsyncIterator()
+            let inbox = try #require(iterator.inbox)
+            let capacity = inbox.capacity
+            #expect(try await iterator.next()?.map(\.seq) == Array(1...6))  // the backlog; live from here
+            // Three times the capacity, while the consumer does not ask for more.
+            let toggles = Array(repeating: LikeCommand(.toggle, userID: "user1", postID: "post1"), count: 1000)
+            for _ in 0..<(3 * capacity / toggles.count) { _ = try await service.perform(toggles) }
+            let last = Int64(6 + 3 * capacity)
+            #expect(await service.waitForDelivery(through: last, timeout: .seconds(120)))
+            let (most, now) = (inbox.mostBuffered, inbox.bufferedCount)
+            var seqs: [Int64] = []
+            while seqs.last ?? 0 < last, let batch = try await iterator.next() { seqs += batch.map(\.seq) }
+            return (seqs, capacity, most, now)
+        }
+        let result = try await value(of: consumer, within: 240, "the lagging consumer")
+        #expect(result.capacity == ChangeInbox.minimumCapacity)
+        #expect(result.most <= result.capacity, "the inbox held \(result.most) events")
+        #expect(result.now <= result.capacity)
+        #expect(result.seqs == Array(7...Int64(6 + 3 * result.capacity)))
+        let fellBehind = logged.values.filter { $0.kind == .streamFellBehind }
+        #expect(fellBehind.count == 1, "one report for one fall behind: \(fellBehind)")
+        #expect(fellBehind.first?.level == .warning && fellBehind.first?.fields["capacity"] == "\(result.capacity)")
+    }
+
+    /// The event that overflows a full inbox is dropped with the rest: the gap it leaves is read from the log without
+    /// a later commit to wake the consumer.
+    @Test(arguments: TestBackend.allCases) func aGapLeftByAnOverflowIsFilledWithoutALaterCommit(on backend: TestBackend) async throws {
+        let dir = TemporaryDirectory()
+        guard let service = try makeService(in: dir, on: backend) else { return }
+        // Live events come from a subject the test controls instead of the bridge.
+        let live = PassthroughPublisher<EventRecord, Never>()
+        let changes = FeedChanges(service: service, after: 0, maximumBatch: 100, source: live.eraseToAnyPublisher(), inboxCapacity: 5)
+        let consumer = Task { () async throws -> [[Int64]] in
+            var iterator = changes.makeAsyncIterator()
+            var batches = [try #require(try await iterator.next()).map(\.seq)]  // 1...6
+            for _ in 0..<6 { try await service.toggle(userID: "user1", postID: "post1") }  // seqs 7...12
+            // The sixth finds the inbox full: all six are dropped, and nothing is buffered.
+            for event in try await service.events(after: 6) { live.send(event) }
+            #expect(iterator.inbox?.bufferedCount == 0)
+            batches.append(try #require(try await iterator.next()).map(\.seq))
+            // Live events go on from there.
+            let next = try #require(try await service.toggle(userID: "user1", postID: "post1").seq)
+            live.send(try #require(try await service.events(after: next - 1).first))
+            batches.append(try #require(try await iterator.next()).map(\.seq))
+            return batches
+        }
+        #expect(try await value(of: consumer, within: 30, "the consumer") == [Array(1...6), Array(7...12), [13]])
     }
 
     @Test(arguments: TestBackend.allCases)

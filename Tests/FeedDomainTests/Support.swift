@@ -16,13 +16,14 @@ func makeService(in dir: TemporaryDirectory, on backend: TestBackend, bridge: Ev
 
 /// A seeded service (3 users, 3 posts) on the database at `location` (a path or a URL).
 func makeService(
-    at location: String, options: FeedOpenOptions = FeedOpenOptions(), bridge: EventBridge = EventBridge()
+    at location: String, options: FeedOpenOptions = FeedOpenOptions(), bridge: EventBridge = EventBridge(),
+    logger: FeedLogger? = nil
 ) throws -> FeedService {
     try withDependencies {
         $0.date = .constant(Date(timeIntervalSince1970: 1_700_000_000))
         $0.uuid = .incrementing
     } operation: {
-        let service = try FeedService(location: location, options: options, bridge: bridge)
+        let service = try FeedService(location: location, options: options, bridge: bridge, logger: logger)
         for user in ["user1", "user2", "user3"] { try service.createUser(id: user) }
         for i in 1...3 { try service.createPost(id: "post\(i)", authorID: "user1", body: "body \(i)") }
         service.settle()

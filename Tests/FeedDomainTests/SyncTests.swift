@@ -71,7 +71,13 @@ import Testing
                 if failOn.withLock({ $0 == event.seq }) { throw Boom() }
                 try db.run("INSERT INTO applied (seq) VALUES (?)", event.seq)
             })
-        #expect(throws: FeedError.self) { try subscriber.catchUp() }
+        let signals = Recorder(subscriber.signals)
+        let error = #expect(throws: FeedError.self) { try subscriber.catchUp() }
+        // The handler's own error is carried as thrown, with the subscriber and the event it failed on.
+        #expect(error == .handlerFailed(subscriber: "flaky", seq: 8, error: FeedError.HandlerError(Boom())))
+        #expect(error?.category == .handler)
+        if case .handlerFailed(_, _, let failure)? = error { #expect(failure.error is Boom) }
+        #expect(signals.values == [.failed(try #require(error))])
         #expect(try subscriber.cursor() == 5)
         failOn.withLock { $0 = nil }
         #expect(try subscriber.catchUp() == 5)
@@ -133,8 +139,48 @@ import Testing
         try service.pruneEvents(through: 4)
         let subscriber = DurableSubscriber(name: "late", service: service, delivery: .atLeastOnce { _ in })
         let signals = Recorder(subscriber.signals)
-        #expect(throws: FeedError.self) { try subscriber.catchUp() }
+        #expect(throws: FeedError.historyPruned(after: 0, prunedThrough: 4)) { try subscriber.catchUp() }
         #expect(signals.values.first == .needsRebuild(cursor: 0, prunedThrough: 4))
+    }
+
+    @Test(arguments: TestBackend.allCases) func aHandlersOwnErrorIsCarriedAndADatabaseFailureUnderItStaysOne(
+        on backend: TestBackend
+    ) throws {
+        let dir = TemporaryDirectory()
+        guard let service = try makeService(in: dir, on: backend) else { return }
+        struct MailError: Error, CustomStringConvertible {
+            let code: Int
+            var description: String { "mail server said \(code)" }
+        }
+        // At least once: the handler's error, as thrown; the cursor stays before the event.
+        let mailer = DurableSubscriber(
+            name: "mailer", service: service, delivery: .atLeastOnce { event in if event.seq == 4 { throw MailError(code: 451) } })
+        let error = #expect(throws: FeedError.self) { try mailer.catchUp() }
+        guard case .handlerFailed(let name, let seq, let failure)? = error else {
+            Issue.record("not a handler failure: \(String(describing: error))")
+            return
+        }
+        #expect(name == "mailer" && seq == 4)
+        #expect((failure.error as? MailError)?.code == 451)
+        #expect(error?.description == #"durable subscriber "mailer"'s handler failed on event 4: mail server said 451"#)
+        #expect(try mailer.cursor() == 3)
+        // A rebuild's own error: no event.
+        for _ in 0..<3 { _ = try service.toggle(userID: "user1", postID: "post1") }
+        try service.pruneEvents(through: 8)
+        let rebuilding = DurableSubscriber(name: "rebuilding", service: service, delivery: .atLeastOnce { _ in }) { _ in
+            throw MailError(code: 500)
+        }
+        #expect(throws: FeedError.handlerFailed(subscriber: "rebuilding", seq: nil, error: FeedError.HandlerError(MailError(code: 500)))) {
+            try rebuilding.catchUp()
+        }
+        // A database failure under a transactional handler (its statement is refused) stays a database error.
+        let writer = DurableSubscriber(
+            name: "writer", service: service, delivery: .transactional { _, tx in try tx.run("INSERT INTO no_such_table VALUES (1)") }
+        ) { _ in }
+        #expect(try writer.catchUp() == 0)  // rebuilt to the head: nothing to apply yet
+        _ = try service.toggle(userID: "user1", postID: "post1")
+        let storage = #expect(throws: FeedError.self) { try writer.catchUp() }
+        if case .storage? = storage {} else { Issue.record("not a storage error: \(String(describing: storage))") }
     }
 
     @Test(arguments: TestBackend.allCases) func pruningEverythingKeepsTheNewestEventSoNoSeqIsReused(on backend: TestBackend) throws {

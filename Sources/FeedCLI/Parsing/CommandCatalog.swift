@@ -77,7 +77,11 @@ enum CommandCatalog {
                     help: "At most N events, \(Limits.events.lowerBound) to \(Limits.events.upperBound) (default: all)."),
                 OptionSpec(name: "follow", valueName: nil, help: "Keep printing new events from any process until interrupted."),
             ],
-            needsUser: false, notes: ["Ctrl-C ends --follow with exit status 0."],
+            needsUser: false,
+            notes: [
+                "Ctrl-C ends --follow with exit status 0.",
+                "A --since whose following events were pruned from the log fails with exit status 66.",
+            ],
             database: .reads),
         CommandSpec(
             path: ["watch"], summary: "Show the feed and keep it current while other processes change it.",

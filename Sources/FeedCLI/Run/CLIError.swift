@@ -26,7 +26,9 @@ struct CLIError: Error, Sendable, Hashable {
             switch error.category {
             case .data: .data
             case .database: .database
-            case .busy: .busy
+            case .busy, .cancelled: .busy
+            case .historyPruned: .historyPruned
+            case .handler: .software
             }
         self.init(Self.describe(error), exitCode: status)
     }
@@ -41,6 +43,10 @@ struct CLIError: Error, Sendable, Hashable {
         case .storage(let storage): describe(storage)
         case .databaseReplaced: "\(error)."
         case .subscriberTaken: "\(error). Stop the other instance, or try again later."
+        case .historyPruned(let after, let prunedThrough):
+            "the events after seq \(after) are no longer in the log (pruned through \(prunedThrough)). Pass --since "
+                + "\(prunedThrough) or later, or leave --since out, to print what the log holds."
+        case .handlerFailed, .serviceClosed, .cancelled: "\(error)."
         }
     }
 

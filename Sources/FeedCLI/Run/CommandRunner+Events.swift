@@ -8,6 +8,7 @@ extension CommandRunner {
         defer { service.close() }  // on SQLite the last connection to close checkpoints the WAL
         if command.follow { return try await follow(command, service: service) }
         let events = try attempt { () throws(FeedError) in try service.events(after: command.since, limit: command.limit) }
+        try refusePruned(events, since: command.since)
         if json {
             printLines(events.map { JSONShapes.event($0).rendered })
         } else if events.isEmpty {
@@ -16,6 +17,14 @@ extension CommandRunner {
             printLines(TextShapes.events(events, style: context.style))
         }
         return .success
+    }
+
+    /// Refuses a `--since` older than what the log holds (status 66), rather than printing the log with a hole: seqs
+    /// are gap-free, so a first event beyond `since + 1` means the events between were pruned. `--since 0` (the
+    /// default) prints whatever the log holds.
+    func refusePruned(_ events: [EventRecord], since: Int64) throws(CLIError) {
+        guard since > 0, let first = events.first, first.seq > since + 1 else { return }
+        throw CLIError(FeedError.historyPruned(after: since, prunedThrough: first.seq - 1))
     }
 
     /// One event line in the chosen format.

@@ -11,6 +11,7 @@ extension CommandRunner {
             if printer.print(event) { stop.fire() }
         }
         let backlog = try attempt { () throws(FeedError) in try service.events(after: command.since, limit: command.limit) }
+        try refusePruned(backlog, since: command.since)
         if !json { console.line(context.style.bold(TextShapes.eventHeader)) }
         for event in backlog where printer.print(event) { stop.fire() }
         let live = try LiveChanges(service: service) { stop.fire() }

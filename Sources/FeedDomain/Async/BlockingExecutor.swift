@@ -28,6 +28,11 @@ final class BlockingExecutor: Sendable {
     /// The pool the current task's async calls use: ``override`` when set, ``shared`` otherwise.
     static var current: BlockingExecutor { override ?? shared }
 
+    /// ``shared`` for the default size, otherwise a pool of `threads` of its own (``FeedService/Configuration/blockingThreads``).
+    static func pool(threads: Int) -> BlockingExecutor {
+        threads == shared.maximumThreads ? shared : BlockingExecutor(maximumThreads: threads)
+    }
+
     /// The most threads the pool runs at once.
     let maximumThreads: Int
     /// How long a thread waits for a job before it exits.
@@ -57,13 +62,29 @@ final class BlockingExecutor: Sendable {
     /// Runs `body` on a pool thread and returns its result; the calling task is suspended meanwhile, so its
     /// thread is free for other tasks.
     ///
-    /// The body runs to the end even if the task is cancelled meanwhile (a command half-done cannot be taken
-    /// back); the caller sees its result.
-    func run<T: Sendable>(_ body: @escaping @Sendable () throws(FeedError) -> T) async throws(FeedError) -> T {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, FeedError>, Never>) in
-            submit {
-                continuation.resume(returning: Result { () throws(FeedError) -> T in try body() })
+    /// A task cancelled before `body` started — before the call, or while the job waited in the queue — gets
+    /// ``FeedError/cancelled`` and `body` never runs. Once started, `body` runs to the end even if the task is
+    /// cancelled meanwhile (a command half-done cannot be taken back), and the caller gets its result.
+    ///
+    /// - Parameter honouringCancellation: `false` runs `body` whatever the task's cancellation (clean-up work).
+    func run<T: Sendable>(
+        honouringCancellation: Bool = true, _ body: @escaping @Sendable () throws(FeedError) -> T
+    ) async throws(FeedError) -> T {
+        if honouringCancellation && Task.isCancelled { throw FeedError.cancelled }
+        // Set when the task is cancelled; the job checks it before it starts `body`.
+        let cancelled = Locked(false)
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, FeedError>, Never>) in
+                submit {
+                    if honouringCancellation && cancelled.withLock({ $0 }) {
+                        continuation.resume(returning: .failure(.cancelled))
+                    } else {
+                        continuation.resume(returning: Result { () throws(FeedError) -> T in try body() })
+                    }
+                }
             }
+        } onCancel: {
+            cancelled.withLock { $0 = true }
         }
         return try result.get()
     }
@@ -79,6 +100,12 @@ final class BlockingExecutor: Sendable {
 
     /// How many threads the pool runs now (busy or idle).
     var threadCount: Int { queue.threadCount }
+
+    /// How many jobs wait for a thread now (for tests).
+    var queuedJobs: Int { queue.queuedJobs }
+
+    /// The most jobs that ran at once so far (for tests).
+    var mostConcurrentJobs: Int { queue.mostRunning }
 
     /// The pool whose thread runs the caller, or `nil` on any other thread.
     static var currentPool: BlockingExecutor? {
@@ -105,6 +132,7 @@ final class BlockingExecutor: Sendable {
             first = false
             onStart?()
             job()
+            queue.finished()
         }
     }
 }
@@ -124,11 +152,33 @@ private final class JobQueue: @unchecked Sendable {
     private var threads = 0
     private var starting = 0
     private var idle = 0
+    /// Jobs running now, and the most that ever ran at once.
+    private var running = 0
+    private var most = 0
+
+    var mostRunning: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return most
+    }
 
     var threadCount: Int {
         condition.lock()
         defer { condition.unlock() }
         return threads
+    }
+
+    var queuedJobs: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return jobs.count - head
+    }
+
+    /// Records that a job handed out by ``next(idleTimeout:first:)`` returned.
+    func finished() {
+        condition.lock()
+        defer { condition.unlock() }
+        running -= 1
     }
 
     /// Appends `job`; returns whether the caller must start a new thread for it (the new thread is counted already).
@@ -166,6 +216,8 @@ private final class JobQueue: @unchecked Sendable {
         let job = jobs[head]
         jobs[head] = nil
         head += 1
+        running += 1
+        most = max(most, running)
         if head == jobs.count {
             jobs.removeAll(keepingCapacity: jobs.count <= 1024)
             head = 0

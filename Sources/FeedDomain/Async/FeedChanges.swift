@@ -11,6 +11,10 @@ extension FeedService {
     /// the buffered live events. Every `next()` returns everything already buffered, up to `maximumBatch` events, so
     /// a consumer that falls behind catches up in a few large batches.
     ///
+    /// Memory stays bounded for a consumer that stops calling `next()`: the buffer holds at most four batches and at
+    /// least 10,000 events; when it is full it drops them, and the stream reads them back from the log when the
+    /// consumer asks (logged as ``FeedLogEvent/Kind/streamFellBehind``).
+    ///
     /// Live events include other processes' and machines' commits: while any stream of the service iterates, the
     /// service runs one watch of the database for all of them (a ``ChangeFeed`` of its own, stopped without waiting
     /// when the last stream ends).
@@ -43,8 +47,8 @@ extension FeedService {
 /// while let batch = try await iterator.next() { print(batch.map(\.seq)) }
 /// ```
 ///
-/// Errors: ``FeedError/invalidValue(field:value:reason:)`` with field `seq` when events the consumer still needs
-/// were pruned from the log (it must rebuild from the tables), ``FeedError/invalidLimit(_:maximum:)`` for a bad
+/// Errors: ``FeedError/historyPruned(after:prunedThrough:)`` when events the consumer still needs were pruned from
+/// the log (it must rebuild from the tables), ``FeedError/invalidLimit(_:maximum:)`` for a bad
 /// `maximumBatch`, and the errors of ``FeedService/events(after:limit:)``. After an error the iteration is over.
 public struct FeedChanges: AsyncSequence, Sendable {
     /// A batch: one or more events, in seq order, contiguous.
@@ -59,18 +63,25 @@ public struct FeedChanges: AsyncSequence, Sendable {
     private let after: Int64
     private let maximumBatch: Int
     private let source: AnyPublisher<EventRecord, Never>
+    /// The inbox's capacity when a test sets it; ``ChangeInbox/capacity(forMaximumBatch:)`` otherwise.
+    private let inboxCapacity: Int?
 
     /// A sequence over `service`'s log and `source`, its live events (the bridge's `changes`, or a test's subject).
-    init(service: FeedService, after: Int64, maximumBatch: Int, source: AnyPublisher<EventRecord, Never>) {
+    init(
+        service: FeedService, after: Int64, maximumBatch: Int, source: AnyPublisher<EventRecord, Never>, inboxCapacity: Int? = nil
+    ) {
         self.service = service
         self.after = after
         self.maximumBatch = maximumBatch
         self.source = source
+        self.inboxCapacity = inboxCapacity
     }
 
     /// Creates an iterator; it subscribes on its first `next()`.
     public func makeAsyncIterator() -> Iterator {
-        Iterator(stream: ChangeStream(service: service, after: after, maximumBatch: maximumBatch, source: source))
+        Iterator(
+            stream: ChangeStream(
+                service: service, after: after, maximumBatch: maximumBatch, source: source, inboxCapacity: inboxCapacity))
     }
 
     /// Hands out the batches; see ``FeedChanges``.
@@ -121,12 +132,14 @@ final class ChangeStream {
     /// Whether this iteration holds the service's shared watch (``SharedChangeWatch``).
     private var holdsWatch = false
 
-    init(service: FeedService, after: Int64, maximumBatch: Int, source: AnyPublisher<EventRecord, Never>) {
+    init(
+        service: FeedService, after: Int64, maximumBatch: Int, source: AnyPublisher<EventRecord, Never>, inboxCapacity: Int? = nil
+    ) {
         self.service = service
         self.source = source
         self.maximumBatch = maximumBatch
         last = max(0, after)
-        inbox = ChangeInbox()
+        inbox = ChangeInbox(capacity: inboxCapacity ?? ChangeInbox.capacity(forMaximumBatch: maximumBatch))
     }
 
     func next() async throws(FeedError) -> [EventRecord]? {
@@ -149,8 +162,15 @@ final class ChangeStream {
             }
             guard !Task.isCancelled else { return nil }
             // Subscribe before reading the log: whatever is committed after the read is then in the inbox. The sink
-            // only appends and wakes the consumer; it never blocks the delivering thread.
-            subscription = source.sink { [inbox] event in inbox.append(event) }
+            // only appends and wakes the consumer; it never blocks the delivering thread. A full inbox drops what it
+            // holds and the stream reads it back from the log (``ChangeInbox``).
+            subscription = source.sink { [inbox, weak service] event in
+                guard inbox.append(event) else { return }
+                service?.log(
+                    .streamFellBehind, .warning,
+                    "a change stream's consumer fell more than \(inbox.capacity) events behind; the stream reads them from the log",
+                    ["capacity": "\(inbox.capacity)", "droppedThrough": "\(event.seq)"])
+            }
             // Other processes' and machines' commits reach the bridge through the service's shared watch.
             service.sharedWatch.retain(service: service)
             holdsWatch = true
@@ -162,7 +182,7 @@ final class ChangeStream {
             case .start, .finished:
                 return nil
             case .backlog:
-                let page = try await readLog(limit: maximumBatch)
+                guard let page = try await readLog(limit: maximumBatch) else { return nil }
                 // Live events the log already covered are dropped now, so a long backlog does not pile them up.
                 inbox.discard(through: last)
                 if page.count < maximumBatch { phase = .live }
@@ -173,10 +193,13 @@ final class ChangeStream {
                 case .events(let batch):
                     last = batch[batch.count - 1].seq
                     return batch
-                case .gap(let firstBuffered):
-                    // The bridge's next event is beyond the next seq: read the missing ones from the log first.
-                    let page = try await readLog(limit: Int(min(Int64(maximumBatch), firstBuffered - last - 1)))
-                    guard !page.isEmpty else { throw Self.pruned(at: last, through: firstBuffered - 1) }
+                case .gap(let through):
+                    // The next seq is not buffered (the bridge's next event is beyond it, or the inbox dropped it when
+                    // full): read the missing ones from the log first, a page at a time.
+                    guard let page = try await readLog(limit: Int(min(Int64(maximumBatch), through - last))) else {
+                        return nil
+                    }
+                    guard !page.isEmpty else { throw Self.pruned(at: last, through: through) }
                     guard !Task.isCancelled else { return nil }
                     return page
                 case .empty:
@@ -188,8 +211,15 @@ final class ChangeStream {
 
     /// Up to `limit` events after ``last`` from the log; advances ``last``. Throws when the log no longer has the
     /// next seq (it was pruned): seqs are gap-free, so a first event beyond `last + 1` means the ones between are gone.
-    private func readLog(limit: Int) async throws(FeedError) -> [EventRecord] {
-        let page = try await service.events(after: last, limit: limit)
+    ///
+    /// - Returns: the events, or `nil` when the task was cancelled before the read started.
+    private func readLog(limit: Int) async throws(FeedError) -> [EventRecord]? {
+        let page: [EventRecord]
+        do {
+            page = try await service.events(after: last, limit: limit)
+        } catch .cancelled {
+            return nil
+        }
         if let first = page.first, first.seq > last + 1 {
             throw Self.pruned(at: last, through: first.seq - 1)
         }
@@ -198,7 +228,7 @@ final class ChangeStream {
     }
 
     private static func pruned(at seq: Int64, through pruned: Int64) -> FeedError {
-        .invalidValue(field: "seq", value: "\(seq)", reason: "events through \(pruned) were pruned; rebuild from the tables")
+        .historyPruned(after: seq, prunedThrough: pruned)
     }
 
     /// Ends the iteration: cancels the subscription and drops the inbox.
@@ -218,106 +248,5 @@ final class ChangeStream {
         guard holdsWatch else { return }
         holdsWatch = false
         service.sharedWatch.release()
-    }
-}
-
-/// The live events a ``ChangeStream``'s subscription delivered and the consumer has not taken yet: an unbounded
-/// buffer that the delivering thread only appends to.
-final class ChangeInbox: Sendable {
-    /// What ``take(after:limit:)`` found.
-    enum Taken {
-        /// Nothing newer than `after` is buffered.
-        case empty
-        /// The oldest buffered event newer than `after` has this seq, and it is not `after + 1`.
-        case gap(Int64)
-        /// Contiguous events from `after + 1` on.
-        case events([EventRecord])
-    }
-
-    private struct State {
-        var events: [EventRecord] = []
-        /// The consumer suspended in ``waitForEvents()``.
-        var waiter: CheckedContinuation<Bool, Never>?
-        var cancelled = false
-    }
-
-    /// Called (for tests) each time a consumer suspends waiting for live events.
-    @TaskLocal static var onPark: (@Sendable () -> Void)?
-
-    private let state = Locked(State())
-
-    /// Buffers a delivered event and wakes the consumer if it waits; never blocks beyond the short lock.
-    func append(_ event: EventRecord) {
-        let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
-            state.events.append(event)
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume(returning: true)
-    }
-
-    /// Drops buffered events with `seq <= seq`.
-    func discard(through seq: Int64) {
-        state.withLock { state in
-            let stale = state.events.prefix { $0.seq <= seq }.count
-            if stale == state.events.count {
-                state.events = []
-            } else if stale > 0 {
-                state.events.removeFirst(stale)
-            }
-        }
-    }
-
-    /// Drops events with `seq <= after`, then takes the contiguous run from `after + 1`, up to `limit` events.
-    func take(after: Int64, limit: Int) -> Taken {
-        state.withLock { state in
-            let stale = state.events.prefix { $0.seq <= after }.count
-            guard stale < state.events.count else {
-                state.events = []
-                return .empty
-            }
-            let first = state.events[stale].seq
-            guard first == after + 1 else {
-                if stale > 0 { state.events.removeFirst(stale) }
-                return .gap(first)
-            }
-            var end = stale + 1
-            while end < state.events.count, end - stale < limit, state.events[end].seq == state.events[end - 1].seq + 1 {
-                end += 1
-            }
-            if stale == 0 && end == state.events.count {
-                defer { state.events = [] }
-                return .events(state.events)
-            }
-            let batch = Array(state.events[stale..<end])
-            state.events.removeFirst(end)
-            return .events(batch)
-        }
-    }
-
-    /// Waits until an event is buffered; returns `false` when the task was cancelled instead.
-    func waitForEvents() async -> Bool {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-                let ready = state.withLock { state -> Bool? in
-                    if state.cancelled { return false }
-                    if !state.events.isEmpty { return true }
-                    state.waiter = continuation
-                    return nil
-                }
-                if let ready {
-                    continuation.resume(returning: ready)
-                } else {
-                    Self.onPark?()
-                }
-            }
-        } onCancel: {
-            let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
-                state.cancelled = true
-                defer { state.waiter = nil }
-                return state.waiter
-            }
-            waiter?.resume(returning: false)
-        }
     }
 }

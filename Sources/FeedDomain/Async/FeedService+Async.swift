@@ -6,14 +6,21 @@ public import Foundation
 /// errors.
 ///
 /// Swift picks these overloads in an async context and the synchronous ones elsewhere. Each runs the synchronous
-/// call on a small pool of dedicated threads (at most 8, see `Docs/Domain.md`, "Async API and change streams") and
-/// suspends the calling task until it finished: a database wait parks a pool thread, never a thread of Swift's
-/// cooperative pool. The pool threads hold no role of the threading contract, so a command still returns after
-/// its events were delivered to every subscriber of ``bridge``.
+/// call on a small pool of dedicated threads (``FeedService/Configuration/blockingThreads``, 8 by default, see
+/// `Docs/Domain.md`, "Async API and change streams") and suspends the calling task until it finished: a database wait
+/// parks a pool thread, never a thread of Swift's cooperative pool. The pool threads hold no role of the threading
+/// contract.
 ///
-/// A cancelled task does not stop a call already running: a command is applied or not, as a whole, and the task
-/// receives its result.
+/// Cancellation is honoured before a call starts: from a task already cancelled, or cancelled while the call waits
+/// for a pool thread, it throws ``FeedError/cancelled`` and reads and writes nothing. A call that started is not
+/// stopped: a command runs to its `COMMIT` (or fails as a whole) and the task receives its result.
 extension FeedService {
+    /// Runs `body` on the service's pool (or a test's ``BlockingExecutor/override``), honouring cancellation before
+    /// it starts.
+    private func onPool<T: Sendable>(_ body: @escaping @Sendable () throws(FeedError) -> T) async throws(FeedError) -> T {
+        try await (BlockingExecutor.override ?? blockingPool).run(body)
+    }
+
     // MARK: - Commands
 
     /// Creates a user, without blocking the calling task's thread.
@@ -25,7 +32,7 @@ extension FeedService {
     /// ```
     @discardableResult
     public func createUser(id: String, name: String = "") async throws(FeedError) -> User {
-        try await BlockingExecutor.current.run { () throws(FeedError) in try self.createUser(id: id, name: name) }
+        try await onPool { () throws(FeedError) in try self.createUser(id: id, name: name) }
     }
 
     /// Creates a post, without blocking the calling task's thread.
@@ -37,7 +44,7 @@ extension FeedService {
     /// ```
     @discardableResult
     public func createPost(id: String? = nil, authorID: String, body: String) async throws(FeedError) -> Post {
-        try await BlockingExecutor.current.run { () throws(FeedError) in
+        try await onPool { () throws(FeedError) in
             try self.createPost(id: id, authorID: authorID, body: body)
         }
     }
@@ -51,7 +58,7 @@ extension FeedService {
     /// ```
     @discardableResult
     public func like(userID: String, postID: String) async throws(FeedError) -> LikeResult {
-        try await BlockingExecutor.current.run { () throws(FeedError) in try self.like(userID: userID, postID: postID) }
+        try await onPool { () throws(FeedError) in try self.like(userID: userID, postID: postID) }
     }
 
     /// Takes a like back, without blocking the calling task's thread.
@@ -59,7 +66,7 @@ extension FeedService {
     /// The async form of ``unlike(userID:postID:)``.
     @discardableResult
     public func unlike(userID: String, postID: String) async throws(FeedError) -> LikeResult {
-        try await BlockingExecutor.current.run { () throws(FeedError) in try self.unlike(userID: userID, postID: postID) }
+        try await onPool { () throws(FeedError) in try self.unlike(userID: userID, postID: postID) }
     }
 
     /// Likes or unlikes a post, whichever changes it, without blocking the calling task's thread.
@@ -67,7 +74,7 @@ extension FeedService {
     /// The async form of ``toggle(userID:postID:)``.
     @discardableResult
     public func toggle(userID: String, postID: String) async throws(FeedError) -> LikeResult {
-        try await BlockingExecutor.current.run { () throws(FeedError) in try self.toggle(userID: userID, postID: postID) }
+        try await onPool { () throws(FeedError) in try self.toggle(userID: userID, postID: postID) }
     }
 
     /// Runs several like commands in one transaction, without blocking the calling task's thread.
@@ -78,7 +85,7 @@ extension FeedService {
     /// let results = try await service.perform([LikeCommand(.like, userID: "user1", postID: "post1")])
     /// ```
     public func perform(_ commands: [LikeCommand]) async throws(FeedError) -> [LikeResult] {
-        try await BlockingExecutor.current.run { () throws(FeedError) in try self.perform(commands) }
+        try await onPool { () throws(FeedError) in try self.perform(commands) }
     }
 
     // MARK: - Queries
@@ -92,7 +99,7 @@ extension FeedService {
     /// let body = try JSONEncoder().encode(page)
     /// ```
     public func feedPage(viewerID: String?, before cursor: FeedCursor? = nil, limit: Int = 20) async throws(FeedError) -> FeedPage {
-        try await BlockingExecutor.current.run { () throws(FeedError) in
+        try await onPool { () throws(FeedError) in
             try self.feedPage(viewerID: viewerID, before: cursor, limit: limit)
         }
     }
@@ -101,42 +108,42 @@ extension FeedService {
     ///
     /// The async form of ``post(id:viewerID:)``.
     public func post(id: String, viewerID: String?) async throws(FeedError) -> PostDetail {
-        try await BlockingExecutor.current.run { () throws(FeedError) in try self.post(id: id, viewerID: viewerID) }
+        try await onPool { () throws(FeedError) in try self.post(id: id, viewerID: viewerID) }
     }
 
     /// The ids of every post the user likes, without blocking the calling task's thread.
     ///
     /// The async form of ``likedPostIDs(userID:)``.
     public func likedPostIDs(userID: String) async throws(FeedError) -> Set<String> {
-        try await BlockingExecutor.current.run { () throws(FeedError) in try self.likedPostIDs(userID: userID) }
+        try await onPool { () throws(FeedError) in try self.likedPostIDs(userID: userID) }
     }
 
     /// Every user, ordered by id, without blocking the calling task's thread.
     ///
     /// The async form of ``users()``.
     public func users() async throws(FeedError) -> [User] {
-        try await BlockingExecutor.current.run { () throws(FeedError) in try self.users() }
+        try await onPool { () throws(FeedError) in try self.users() }
     }
 
     /// Events with `seq > after`, in order, up to `limit`, without blocking the calling task's thread.
     ///
     /// The async form of ``events(after:limit:)``. To follow the log as it grows, use ``changes(after:maximumBatch:)``.
     public func events(after seq: Int64 = 0, limit: Int? = nil) async throws(FeedError) -> [EventRecord] {
-        try await BlockingExecutor.current.run { () throws(FeedError) in try self.events(after: seq, limit: limit) }
+        try await onPool { () throws(FeedError) in try self.events(after: seq, limit: limit) }
     }
 
     /// A summary of the database, without blocking the calling task's thread.
     ///
     /// The async form of ``status()``.
     public func status() async throws(FeedError) -> FeedStatus {
-        try await BlockingExecutor.current.run { () throws(FeedError) in try self.status() }
+        try await onPool { () throws(FeedError) in try self.status() }
     }
 
     /// Checks SQLite's integrity and FeedSync's invariants, without blocking the calling task's thread.
     ///
     /// The async form of ``check()``; empty when everything holds.
     public func check() async throws(FeedError) -> [InvariantViolation] {
-        try await BlockingExecutor.current.run { () throws(FeedError) in try self.check() }
+        try await onPool { () throws(FeedError) in try self.check() }
     }
 
     // MARK: - Seeding, sync and retention
@@ -152,20 +159,20 @@ extension FeedService {
     public func seed(
         _ plan: SeedPlan, progress: @escaping @Sendable (SeedProgress) -> Void = { _ in }
     ) async throws(FeedError) -> SeedSummary {
-        try await BlockingExecutor.current.run { () throws(FeedError) in try self.seed(plan, progress: progress) }
+        try await onPool { () throws(FeedError) in try self.seed(plan, progress: progress) }
     }
 
     /// Waits, without blocking the calling task's thread, until every subscriber of ``bridge`` has been handed every
     /// event up to `seq` (see ``EventBridge/waitForDelivery(through:timeout:)``).
     ///
-    /// - Returns: whether they had within `timeout`.
+    /// - Returns: whether they had within `timeout` (from a cancelled task, at once: whether they had already).
     @discardableResult
     public func waitForDelivery(through seq: Int64, timeout: Duration = .seconds(10)) async -> Bool {
         let bridge = bridge
-        let delivered = try? await BlockingExecutor.current.run { () throws(FeedError) in
+        let delivered = try? await onPool { () throws(FeedError) in
             bridge.waitForDelivery(through: seq, timeout: timeout)
         }
-        return delivered ?? false
+        return delivered ?? (bridge.lastDeliveredSeq >= seq)
     }
 
     /// Publishes every event committed since the last published one, by any process, without blocking the calling
@@ -174,7 +181,7 @@ extension FeedService {
     /// The async form of ``publishCommittedEvents(batchSize:)``; returns how many events were published.
     @discardableResult
     public func publishCommittedEvents(batchSize: Int = 10_000) async throws(FeedError) -> Int {
-        try await BlockingExecutor.current.run { () throws(FeedError) in try self.publishCommittedEvents(batchSize: batchSize) }
+        try await onPool { () throws(FeedError) in try self.publishCommittedEvents(batchSize: batchSize) }
     }
 
     /// Deletes events with `seq <= seq` from the log, without blocking the calling task's thread.
@@ -182,7 +189,7 @@ extension FeedService {
     /// The async form of ``pruneEvents(through:)``; returns the number of events deleted.
     @discardableResult
     public func pruneEvents(through seq: Int64) async throws(FeedError) -> Int {
-        try await BlockingExecutor.current.run { () throws(FeedError) in try self.pruneEvents(through: seq) }
+        try await onPool { () throws(FeedError) in try self.pruneEvents(through: seq) }
     }
 
     /// Deletes events committed before `date` from the log, without blocking the calling task's thread.
@@ -190,6 +197,6 @@ extension FeedService {
     /// The async form of ``pruneEvents(olderThan:)``; returns the number of events deleted.
     @discardableResult
     public func pruneEvents(olderThan date: Date) async throws(FeedError) -> Int {
-        try await BlockingExecutor.current.run { () throws(FeedError) in try self.pruneEvents(olderThan: date) }
+        try await onPool { () throws(FeedError) in try self.pruneEvents(olderThan: date) }
     }
 }

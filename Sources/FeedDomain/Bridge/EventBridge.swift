@@ -23,6 +23,11 @@ public import FeedCore
 /// Sinks run on the bridge's delivery executor, `FeedSync.Delivery`: one thread at a time, in seq order, after the
 /// command that committed the change returned. A slow sink delays only later deliveries; move heavy work off it with
 /// `receive(on:)`. ``waitForDelivery(through:timeout:)`` waits until a seq reached every sink.
+///
+/// Memory stays bounded while a slow sink holds delivery up: at most 10,000 committed events wait in memory; beyond
+/// that only their range of seqs is kept, and delivery reads those events from the service's log when it gets there
+/// (``FeedLogEvent/Kind/deliveryFellBehind``). Sinks still get every event once, in order — unless the events were
+/// pruned before delivery read them, or the service was closed first.
 public final class EventBridge: Sendable {
     // The subjects that send live only inside the sequencer's delivery closure and the sealed handles' subscribe
     // closures: no stored property leads to them, so a `Mirror` walk over the bridge (or anything holding it)
@@ -34,14 +39,19 @@ public final class EventBridge: Sendable {
     /// Creates a bridge.
     ///
     /// - Parameter logger: called once per like event, before delivery (seed 004's `EventPublisher` logger).
-    public init(logger: (@Sendable (LikeEvent) -> Void)? = nil) {
+    public convenience init(logger: (@Sendable (LikeEvent) -> Void)? = nil) {
+        self.init(logger: logger, deliveryLimit: EventSequencer.defaultLimit)
+    }
+
+    /// Creates a bridge whose delivery holds at most `deliveryLimit` events in memory (tests use a small one).
+    init(logger: (@Sendable (LikeEvent) -> Void)? = nil, deliveryLimit: Int) {
         let likeEvent = EventPublisher<LikeEvent>(logger: logger ?? { _ in })
         let changeSubject = PassthroughPublisher<EventRecord, Never>()
         sealedLikes = likeEvent.publisher()
         sealedChanges = changeSubject.sealed()
         let logs = logger != nil
         sequencer = EventSequencer(
-            isListened: { logs || changeSubject.hasSubscribers || likeEvent.hasSubscribers }
+            limit: deliveryLimit, isListened: { logs || changeSubject.hasSubscribers || likeEvent.hasSubscribers }
         ) { batch in
             for event in batch.events {
                 changeSubject.send(event)

@@ -33,17 +33,46 @@ internal import Foundation
 /// interleaved, median of 5: 19.6k ops/s without the window, 23.4k with it; before delivery left the committing
 /// thread, 24.5k).
 ///
-/// `@unchecked Sendable`: `backlog` and `isScheduled` are only touched while `condition` is locked; `queue` and
-/// `deliver` are immutable.
+/// **Bounded memory.** A slow subscriber holds the delivering thread while commits go on. Once the ranges waiting
+/// hold ``limit`` events, further ranges keep only their bounds (merged into one range), and the delivering thread
+/// reads their events from the log, a page at a time, when it gets there — through the service that attached its log
+/// (``attachLog(_:)``; a bridge without one keeps every event). A read that fails is tried again after a pause that
+/// doubles from 10 ms to 2 s; events pruned before delivery read them are not delivered (and logged). The delivering
+/// thread waits for those reads, never for a command.
+///
+/// `@unchecked Sendable`: `backlog`, `outstanding`, `isScheduled`, `logSource` and `retryDelay` are only touched
+/// while `condition` is locked; `queue`, `limit` and `deliver` are immutable.
 final class EventSequencer: @unchecked Sendable {
     /// A batch of events handed to the delivering thread; internal so that no outside code can name it.
     struct Batch {
         let events: ArraySlice<EventRecord>
         let through: Int64
+        /// For a range kept without its events: deliver the log's events in `(loadAfter, through]`.
+        var loadAfter: Int64?
     }
 
+    /// Where the delivering thread reads ranges kept without their events: the attached service's log.
+    struct LogSource: Sendable {
+        /// The service that attached it.
+        let owner: ObjectIdentifier
+        /// Up to `limit` events after `after`, or `nil` when the log can no longer be read (the service closed).
+        let read: @Sendable (_ after: Int64, _ limit: Int) throws -> [EventRecord]?
+        /// The service's logger.
+        let log: @Sendable (FeedLogEvent.Kind, FeedLogEvent.Level, String, [String: String]) -> Void
+    }
+
+    /// The most events the ranges waiting for delivery hold in memory, by default.
+    static let defaultLimit = 10_000
+    /// Events per read when delivery reads a range from the log.
+    static let logPageSize = 1_000
+
+    /// The most events the ranges waiting for delivery hold in memory once a log is attached.
+    let limit: Int
     private let condition = NSCondition()
     private var backlog = Backlog()
+    private var logSource: LogSource?
+    /// The pause before the next read of the log after a failed one; zero after one that succeeded.
+    private var retryDelay: Duration = .zero
     /// Events handed to projections that have not applied them yet, oldest first: `(seq, projections still to
     /// apply it)`. Seqs are appended in delivery order, so the first entry is the oldest outstanding one.
     private var outstanding: [(seq: Int64, count: Int)] = []
@@ -55,12 +84,41 @@ final class EventSequencer: @unchecked Sendable {
     private let isListened: @Sendable () -> Bool
 
     /// - Parameters:
+    ///   - limit: the most events held in memory for delivery once a log is attached (at least 1).
     ///   - isListened: whether a delivery now would reach anyone; when it would not and nothing is in flight, a
     ///     range submitted is delivered as it is handed over, with no trip to the delivery executor.
     ///   - deliver: called with each batch of events, in seq order, on the delivery executor.
-    init(isListened: @escaping @Sendable () -> Bool = { true }, deliver: @escaping @Sendable (Batch) -> Void) {
+    init(
+        limit: Int = EventSequencer.defaultLimit, isListened: @escaping @Sendable () -> Bool = { true },
+        deliver: @escaping @Sendable (Batch) -> Void
+    ) {
+        self.limit = max(1, limit)
         self.isListened = isListened
         self.deliver = deliver
+    }
+
+    /// Lets delivery read from `source`'s log the ranges it keeps without their events (replacing another service's).
+    func attachLog(_ source: LogSource) {
+        condition.lock()
+        defer { condition.unlock() }
+        logSource = source
+    }
+
+    /// Detaches the log `owner` attached, if it is the one attached; ranges kept without their events are then not
+    /// delivered. Returns at once.
+    func detachLog(owner: ObjectIdentifier) {
+        let schedule = withBacklog { _ -> Bool in
+            guard logSource?.owner == owner else { return false }
+            logSource = nil
+            defer { isScheduled = true }
+            return !isScheduled
+        }
+        if schedule { queue.async { self.drain() } }
+    }
+
+    /// The events held in memory for delivery now, and the most ever held at once (for tests).
+    var bufferedEvents: (now: Int, most: Int) {
+        withBacklog { ($0.buffered, $0.mostBuffered) }
     }
 
     /// The highest seq every subscriber's callback has returned for and every projection has applied; 0 before the
@@ -138,18 +196,25 @@ final class EventSequencer: @unchecked Sendable {
     func submit(after: Int64, through: Int64, events: [EventRecord]) -> Int {
         // Asked before the lock: a subscriber that attaches meanwhile is one that attached after this commit.
         let listened = isListened()
-        let (added, schedule) = withBacklog { backlog -> (Int, Bool) in
-            let added = backlog.submit(after: after, through: through, events: events)
+        let (added, fellBehind, schedule, source) = withBacklog { backlog -> (Int, Bool, Bool, LogSource?) in
+            let (added, fellBehind) = backlog.submit(
+                after: after, through: through, events: events, limit: logSource == nil ? nil : limit)
             if !listened, !isScheduled, outstanding.isEmpty {
                 // Nobody would see these events and no delivery is in flight that they must follow: they are
                 // delivered here, in order, without waking the delivery executor (a command with nobody listening
                 // pays no thread hand-off).
-                while let batch = backlog.next() { backlog.finish(batch) }
+                while let batch = backlog.next() { backlog.finish(through: batch.through) }
                 condition.broadcast()
-                return (added, false)
+                return (added, false, false, nil)
             }
             defer { isScheduled = true }
-            return (added, !isScheduled)
+            return (added, fellBehind, !isScheduled, logSource)
+        }
+        if fellBehind, let source {
+            source.log(
+                .deliveryFellBehind, .warning,
+                "delivery fell more than \(limit) events behind (a slow subscriber); later events are read from the log when delivery gets there",
+                ["limit": "\(limit)", "through": "\(through)"])
         }
         if schedule { queue.async { self.drain() } }
         return added
@@ -172,29 +237,48 @@ final class EventSequencer: @unchecked Sendable {
     }
 
     /// Delivers ready batches, in seq order, until none is ready (a range still missing ends it: its submitter
-    /// schedules the next drain). Runs on `queue`.
+    /// schedules the next drain). A range kept without its events is read from the log; when a read fails, the rest
+    /// of it goes back and the drain starts again after a pause. Runs on `queue`.
     private func drain() {
         condition.lock()
         var idleSince: ContinuousClock.Instant?
         while true {
-            if let batch = backlog.next() {
+            guard let batch = backlog.next() else {
+                // Linger before giving the executor up: a caller's next command usually commits within the window,
+                // and finding the drain still running it hands its range over without waking a thread (see the
+                // type's notes).
+                let now = ContinuousClock.now
+                let since = idleSince ?? now
+                idleSince = since
+                guard now - since < Self.lingerWindow else { break }
                 condition.unlock()
-                deliver(batch)
+                sched_yield()
                 condition.lock()
-                backlog.finish(batch)
-                condition.broadcast()
-                idleSince = nil
                 continue
             }
-            // Linger before giving the executor up: a caller's next command usually commits within the window, and
-            // finding the drain still running it hands its range over without waking a thread (see the type's notes).
-            let now = ContinuousClock.now
-            let since = idleSince ?? now
-            idleSince = since
-            guard now - since < Self.lingerWindow else { break }
+            idleSince = nil
+            let source = logSource
             condition.unlock()
-            sched_yield()
+            if let after = batch.loadAfter {
+                if case .failed(let delivered, let error) = load(after: after, through: batch.through, from: source) {
+                    let delay = withBacklog { backlog -> Duration in
+                        backlog.requeue(after: delivered, through: batch.through)
+                        retryDelay = min(max(retryDelay * 2, .milliseconds(10)), .seconds(2))
+                        return retryDelay
+                    }
+                    source?.log(
+                        .deliveryReadFailed, .warning, "delivery could not read events from the log and retries: \(error)",
+                        ["error": error.description, "retryMilliseconds": "\(FeedService.milliseconds(delay))"])
+                    // `isScheduled` stays set: this retry is the drain that submitters would otherwise schedule.
+                    queue.asyncAfter(deadline: .now() + .milliseconds(Int(FeedService.milliseconds(delay)))) { self.drain() }
+                    return
+                }
+            } else {
+                deliver(batch)
+            }
             condition.lock()
+            backlog.finish(through: batch.through)
+            condition.broadcast()
         }
         isScheduled = false
         condition.unlock()
@@ -203,52 +287,48 @@ final class EventSequencer: @unchecked Sendable {
     /// How long a drain that found nothing more to deliver keeps polling for the next range before it ends.
     static let lingerWindow: Duration = .microseconds(100)
 
+    /// How reading a range from the log ended.
+    private enum LoadOutcome {
+        case done
+        /// A read failed; everything up to `delivered` was delivered.
+        case failed(delivered: Int64, FeedError)
+    }
+
+    /// Delivers the log's events in `(after, through]`, a page at a time, recording progress after each page.
+    private func load(after: Int64, through: Int64, from source: LogSource?) -> LoadOutcome {
+        guard let source else { return .done }  // the service closed: these events are not delivered
+        var cursor = after
+        while cursor < through {
+            let page: [EventRecord]
+            do {
+                guard let read = try source.read(cursor, Int(min(Int64(Self.logPageSize), through - cursor))) else { return .done }
+                page = read
+            } catch {
+                return .failed(delivered: cursor, FeedError.wrap(error))
+            }
+            let events = page.prefix { $0.seq <= through }
+            let first = events.first?.seq ?? through + 1
+            if first > cursor + 1 {
+                source.log(
+                    .deliveryMissedPruned, .error,
+                    "events \(cursor + 1) through \(first - 1) were pruned from the log before delivery read them; subscribers do not get them",
+                    ["from": "\(cursor + 1)", "through": "\(first - 1)"])
+            }
+            guard let last = events.last?.seq else { break }
+            deliver(Batch(events: events, through: last))
+            withBacklog { backlog in
+                backlog.finish(through: last)
+                retryDelay = .zero
+                condition.broadcast()
+            }
+            cursor = events.count < page.count ? through : last
+        }
+        return .done
+    }
+
     private func withBacklog<Result>(_ body: (inout Backlog) throws -> Result) rethrows -> Result {
         condition.lock()
         defer { condition.unlock() }
         return try body(&backlog)
-    }
-
-    // MARK: - Backlog
-
-    struct Backlog {
-        struct Range {
-            let after: Int64
-            let through: Int64
-            let events: [EventRecord]
-        }
-
-        /// The highest seq delivered (every callback for it returned).
-        var delivered: Int64 = -1
-        /// The highest seq handed to the delivering thread.
-        var taken: Int64 = -1
-        /// The highest seq of any range submitted.
-        var known: Int64 = -1
-        /// Ranges not yet handed over, in submission order (a handful at most: one per concurrent writer).
-        var ranges: [Range] = []
-
-        mutating func submit(after: Int64, through: Int64, events: [EventRecord]) -> Int {
-            // Ranges may arrive out of commit order when several connections commit at once (PostgreSQL): a range
-            // at or below what was handed to the delivering thread is old news; any other is kept until `next()`
-            // reaches it.
-            guard through > taken else { return 0 }
-            let previous = known
-            ranges.append(Range(after: after, through: through, events: events))
-            known = max(known, through)
-            return events.count - (events.firstIndex { $0.seq > previous } ?? events.count)
-        }
-
-        mutating func next() -> Batch? {
-            ranges.removeAll { $0.through <= taken }
-            guard let index = ranges.firstIndex(where: { $0.after <= taken }) else { return nil }
-            let range = ranges.remove(at: index)
-            let start = range.events.firstIndex { $0.seq > taken } ?? range.events.endIndex
-            taken = range.through
-            return Batch(events: range.events[start...], through: range.through)
-        }
-
-        mutating func finish(_ work: Batch) {
-            if work.through > delivered { delivered = work.through }
-        }
     }
 }

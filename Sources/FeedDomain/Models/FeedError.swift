@@ -26,6 +26,20 @@ public enum FeedError: Error, Sendable, Hashable {
     /// An exclusive durable subscriber of this name runs elsewhere (another instance, process or machine); only one
     /// may hold the name at a time. Retry after it stopped.
     case subscriberTaken(String)
+    /// The log no longer holds events the caller needs: it asked for the events after `after`, and those through
+    /// `prunedThrough` were pruned (or, for a durable subscriber, likes were bulk-loaded without events when the log
+    /// ended at `prunedThrough`). Rebuild from the tables, then continue from the log's head.
+    case historyPruned(after: Int64, prunedThrough: Int64)
+    /// A durable subscriber's handler threw `error` on the event `seq`, or its rebuild threw it (`seq` is `nil`).
+    /// The batch rolled back (transactional) or the cursor stayed before the event (at least once); `error` carries
+    /// what the handler threw, as thrown.
+    case handlerFailed(subscriber: String, seq: Int64?, error: HandlerError)
+    /// The service was closed (``FeedService/close()``, or the end of ``FeedService/run()``): it runs no more
+    /// commands or queries. Open a new one.
+    case serviceClosed
+    /// The task that made an async call was cancelled before the call started; nothing was read or written. A call
+    /// that started runs to the end (a command to its `COMMIT`) and returns its result.
+    case cancelled
 
     /// The broad kind of failure, for exit statuses and retry decisions.
     public enum Category: Sendable, Hashable {
@@ -36,6 +50,13 @@ public enum FeedError: Error, Sendable, Hashable {
         /// Another connection held a lock beyond the busy timeout, the server connection was lost, or a statement
         /// timed out; retrying later may succeed.
         case busy
+        /// The log no longer holds what the caller asked for: rebuild from the tables (``FeedError/historyPruned(after:prunedThrough:)``).
+        case historyPruned
+        /// The application's own code that FeedSync ran failed (``FeedError/handlerFailed(subscriber:seq:error:)``).
+        case handler
+        /// The caller's task was cancelled before the call started (``FeedError/cancelled``); retrying in the same
+        /// task fails the same way.
+        case cancelled
     }
 
     /// The broad kind of this failure.
@@ -46,7 +67,10 @@ public enum FeedError: Error, Sendable, Hashable {
         case .storage(.constraintViolation), .storage(.userNotFound), .storage(.postNotFound),
             .storage(.userAlreadyExists), .storage(.postAlreadyExists):
             .data
-        case .storage, .databaseReplaced: .database
+        case .storage, .databaseReplaced, .serviceClosed: .database
+        case .historyPruned: .historyPruned
+        case .handlerFailed: .handler
+        case .cancelled: .cancelled
         }
     }
 
@@ -89,6 +113,14 @@ extension FeedError: CustomStringConvertible {
             "durable subscriber \(FeedError.quoted(name)) runs elsewhere; only one instance may hold the name at a time"
         case .databaseReplaced(let path):
             "the database file \(FeedError.quoted(path)) was deleted or replaced while it was followed; start again to follow the new file"
+        case .historyPruned(let after, let prunedThrough):
+            "the events after seq \(after) are no longer in the log (pruned through \(prunedThrough)); rebuild from the tables"
+        case .handlerFailed(let subscriber, let seq?, let error):
+            "durable subscriber \(FeedError.quoted(subscriber))'s handler failed on event \(seq): \(error)"
+        case .handlerFailed(let subscriber, nil, let error):
+            "durable subscriber \(FeedError.quoted(subscriber))'s rebuild failed: \(error)"
+        case .serviceClosed: "the service is closed; open a new one"
+        case .cancelled: "the call was cancelled before it started; nothing was done"
         }
     }
 

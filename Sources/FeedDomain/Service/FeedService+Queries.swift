@@ -16,6 +16,7 @@ extension FeedService {
     /// - Throws: ``FeedError/invalidLimit(_:maximum:)``, ``FeedError/userNotFound(_:)``.
     /// - Complexity: O(limit · log n): an index seek, no scan.
     public func feedPage(viewerID: String?, before cursor: FeedCursor? = nil, limit: Int = 20) throws(FeedError) -> FeedPage {
+        try checkOpen()
         guard (1...Self.maximumPageSize).contains(limit) else { throw FeedError.invalidLimit(limit, maximum: Self.maximumPageSize) }
         if let viewerID { try validateID(viewerID, field: "user id") }
         do {
@@ -43,6 +44,7 @@ extension FeedService {
     ///
     /// - Throws: ``FeedError/postNotFound(_:)``, ``FeedError/userNotFound(_:)``.
     public func post(id: String, viewerID: String?) throws(FeedError) -> PostDetail {
+        try checkOpen()
         try validateID(id, field: "post id")
         if let viewerID { try validateID(viewerID, field: "user id") }
         do {
@@ -59,6 +61,7 @@ extension FeedService {
 
     /// The ids of every post the user likes.
     public func likedPostIDs(userID: String) throws(FeedError) -> Set<String> {
+        try checkOpen()
         try validateID(userID, field: "user id")
         do {
             return try backend.read { tx in try tx.likedPostIDs(userKey: try viewerKey(userID, tx: tx)) }
@@ -69,6 +72,7 @@ extension FeedService {
 
     /// Every user, ordered by id.
     public func users() throws(FeedError) -> [User] {
+        try checkOpen()
         do {
             return try backend.readOnce { tx in try tx.allUsers() }
         } catch {
@@ -78,6 +82,7 @@ extension FeedService {
 
     /// Events with `seq > after`, in order, up to `limit` (all when `nil`).
     public func events(after seq: Int64 = 0, limit: Int? = nil) throws(FeedError) -> [EventRecord] {
+        try checkOpen()
         do {
             return try backend.readOnce { tx in try tx.events(after: seq, limit: limit) }
         } catch {
@@ -87,6 +92,7 @@ extension FeedService {
 
     /// A summary of the database: schema versions, row counts and the last seq.
     public func status() throws(FeedError) -> FeedStatus {
+        try checkOpen()
         do {
             let schema = try backend.schemaStatus()
             return try backend.read { tx in
@@ -106,6 +112,7 @@ extension FeedService {
 
     /// Checks SQLite's integrity and FeedSync's invariants; empty when everything holds.
     public func check() throws(FeedError) -> [InvariantViolation] {
+        try checkOpen()
         do {
             return try backend.read { tx in try tx.invariantViolations() }
         } catch {

@@ -17,6 +17,9 @@ internal import Foundation
 /// ```
 ///
 /// Time and generated ids come from the `date` and `uuid` dependencies captured when the service is created.
+///
+/// A service is open from its initializer until ``close()``. A server runs ``run()`` in a task for as long as it
+/// serves — it keeps the watch of other processes' commits going — and cancels that task to shut down.
 public final class FeedService: Sendable {
     /// The database: a ``FeedBackend`` (SQLite or PostgreSQL).
     package let backend: any FeedBackend
@@ -33,8 +36,14 @@ public final class FeedService: Sendable {
     private static let keyCacheLimit = 100_000
     /// Like commands from overlapping callers share one transaction.
     let group: GroupCommit
-    /// The watch of other processes' commits that the service's change streams share.
+    /// The watch of other processes' commits that the service's change streams and ``run()`` share.
     let sharedWatch = SharedChangeWatch()
+    /// How the service runs: the async API's thread pool, the logger, what counts as a slow command.
+    public let configuration: Configuration
+    /// The pool the async forms run on (``Configuration/blockingThreads``).
+    let blockingPool: BlockingExecutor
+    /// Open or closed, and the tasks waiting in ``run()``.
+    let lifecycle = ServiceLifecycle()
 
     /// Creates a service over an open backend.
     ///
@@ -44,17 +53,23 @@ public final class FeedService: Sendable {
     /// - Parameters:
     ///   - backend: the database.
     ///   - bridge: where events go out; a new one by default.
-    package init(backend: any FeedBackend, bridge: EventBridge = EventBridge()) throws(FeedError) {
+    ///   - configuration: the async API's thread pool, the logger and the slow-command threshold.
+    package init(
+        backend: any FeedBackend, bridge: EventBridge = EventBridge(), configuration: Configuration = Configuration()
+    ) throws(FeedError) {
         @Dependency(\.date) var date
         @Dependency(\.uuid) var uuid
         self.backend = backend
         self.bridge = bridge
+        self.configuration = configuration
+        blockingPool = BlockingExecutor.pool(threads: configuration.blockingThreads)
         self.date = date
         self.uuid = uuid
         group = GroupCommit(backend: backend, sequencer: bridge.sequencer)
         do {
             let last = try backend.readOnce { tx in try tx.lastSeq() }
             bridge.sequencer.setBaseline(last)
+            attachDeliveryLog()
         } catch {
             throw FeedError.wrap(error)
         }
@@ -130,6 +145,9 @@ public final class FeedService: Sendable {
     ///
     /// - Returns: one result per command, in order.
     public func perform(_ commands: [LikeCommand]) throws(FeedError) -> [LikeResult] {
+        try checkOpen()
+        let started = ContinuousClock.now
+        defer { noteCommand(commands.count == 1 ? "\(commands[0].action)" : "perform", commands: commands.count, since: started) }
         for command in commands {
             try validateID(command.userID, field: "user id")
             try validateID(command.postID, field: "post id")
@@ -153,7 +171,12 @@ public final class FeedService: Sendable {
     ///
     /// The committed range is handed to the sequencer while the writer connection is still held, so local ranges
     /// reach it in commit order; a failed `COMMIT` hands over nothing. The call never waits for delivery.
-    func commit<T>(value: String?, _ body: (any FeedTransaction, inout [EventRecord]) throws -> T) throws(FeedError) -> T {
+    func commit<T>(
+        value: String?, command: String = #function, _ body: (any FeedTransaction, inout [EventRecord]) throws -> T
+    ) throws(FeedError) -> T {
+        try checkOpen()
+        let started = ContinuousClock.now
+        defer { noteCommand(command, commands: 1, since: started) }
         let sequencer = bridge.sequencer
         let result: T
         do {

@@ -65,6 +65,7 @@ extension FeedService {
     ///   database already has the sample posts. Nothing is written on failure.
     @discardableResult
     public func seed(_ plan: SeedPlan, progress: (SeedProgress) -> Void = { _ in }) throws(FeedError) -> SeedSummary {
+        try checkOpen()
         try plan.validate()
         let userCount = max(plan.users, min(999, plan.posts)) + 1
         do {

@@ -89,8 +89,8 @@ public final class ChangeFeed: Sendable {
         case beforeBatch(Int)
     }
 
-    /// Whether the feed follows the database: from ``start()`` until ``stop()``, or until the database file was
-    /// replaced.
+    /// Whether the feed follows the database: from ``start()`` until ``stop()``, until the database file was
+    /// replaced, or until the service was closed (``FeedService/close()``).
     public var isRunning: Bool { state.withLock { $0.current != nil } }
 
     /// Failures while watching or reading; the feed keeps going and retries, except after
@@ -243,7 +243,11 @@ public final class ChangeFeed: Sendable {
         var recheck = delays.count
         // The first pass publishes what was committed since the service's last published event.
         var mustPublish = true
-        while !run.isStopRequested {
+        // Failed passes since the last one that succeeded: the first is logged, and so is the recovery.
+        var failures = 0
+        let service = context.service
+        // A closed service's backend refuses every read: the feed ends with it.
+        while !run.isStopRequested && !service.isClosed {
             do {
                 try inject?(FaultPoint(stage: .beforeCheck))
                 if try run.watch.poll() { mustPublish = true }
@@ -255,10 +259,18 @@ public final class ChangeFeed: Sendable {
                     mustPublish = false
                 }
                 backoff = .zero
+                if failures > 0 {
+                    service.log(
+                        .changeWatchRecovered, .info, "the change watch works again after \(failures) failed passes",
+                        ["failures": "\(failures)"])
+                    failures = 0
+                }
             } catch {
                 mustPublish = true
                 let error = FeedError.wrap(error)
                 if case .databaseReplaced = error {
+                    service.log(
+                        .changeWatchStopped, .error, "the change watch stopped: \(error)", ["error": error.description])
                     // Deleted, or replaced by another file: the watch would keep reading the old one. The feed stops
                     // (no longer running when the error arrives), then reports it.
                     context.state.withLock { state in
@@ -269,8 +281,15 @@ public final class ChangeFeed: Sendable {
                     context.errors.send(error)
                     return
                 }
+                if run.isStopRequested || service.isClosed { return }
                 context.errors.send(error)
                 backoff = min(max(backoff * 2, .milliseconds(10)), context.options.maximumBackoff)
+                if failures == 0 {
+                    service.log(
+                        .changeWatchFailed, .warning, "the change watch failed and retries: \(error)",
+                        ["error": error.description, "retryMilliseconds": "\(FeedService.milliseconds(backoff))"])
+                }
+                failures += 1
             }
             if run.isStopRequested { return }
             let timeout =

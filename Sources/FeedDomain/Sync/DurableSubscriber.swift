@@ -193,6 +193,7 @@ public final class DurableSubscriber: Sendable {
         }
 
         func cursor() throws(FeedError) -> Int64 {
+            try service.checkOpen()
             do {
                 return try service.backend.readOnce { tx in try tx.subscriberPosition(for: name)?.lastSeq ?? 0 }
             } catch {
@@ -219,6 +220,7 @@ public final class DurableSubscriber: Sendable {
         }
 
         func start() throws(FeedError) {
+            try service.checkOpen()
             try holdNameIfExclusive()
             let needsSubscription = live.withLock { $0.subscription == nil }
             if needsSubscription {
@@ -255,6 +257,7 @@ public final class DurableSubscriber: Sendable {
             }
             // The pass in progress on this thread goes on to the end of the log (unless stopped).
             if insideOwnPass { return 0 }
+            try service.checkOpen()
             try holdNameIfExclusive()
             if FeedExecutor.isCurrent || service.backend.isWritingOnCurrentThread {
                 // Inside a callback (code on an executor never waits for another), or inside a write transaction (a
@@ -291,8 +294,10 @@ public final class DurableSubscriber: Sendable {
                     _ = try pass(scheduled: true)
                     live.withLock { $0.retryDelay = .zero }
                 } catch {
-                    signals.send(.failed(FeedError.wrap(error, value: name)))
-                    retryAfterFailure()
+                    // After close() the backend refuses everything: say so, not what it refused with.
+                    let failure = service.isClosed ? FeedError.serviceClosed : FeedError.wrap(error, value: name)
+                    signals.send(.failed(failure))
+                    retryAfterFailure(failure)
                 }
             }
         }
@@ -300,14 +305,18 @@ public final class DurableSubscriber: Sendable {
         /// After a failed live pass (a lost connection, a busy database, a failing handler), runs another one after
         /// a pause that doubles from 10 ms up to 2 s, for as long as the subscriber follows live changes. The event
         /// that scheduled the failed pass is still unapplied: waiting for the next commit to retry would leave it so
-        /// in a quiet system.
-        private func retryAfterFailure() {
+        /// in a quiet system. A closed service ends the retries.
+        private func retryAfterFailure(_ failure: FeedError) {
             let delay = live.withLock { state -> Duration? in
-                guard state.subscription != nil else { return nil }
+                guard state.subscription != nil, !service.isClosed else { return nil }
                 state.retryDelay = min(max(state.retryDelay * 2, .milliseconds(10)), .seconds(2))
                 return state.retryDelay
             }
             guard let delay else { return }
+            service.log(
+                .subscriberRetrying, .warning,
+                "durable subscriber \(FeedError.quoted(name)) failed a pass and retries in \(FeedService.milliseconds(delay)) ms: \(failure)",
+                ["subscriber": name, "error": failure.description, "retryMilliseconds": "\(FeedService.milliseconds(delay))"])
             let (seconds, attoseconds) = delay.components
             let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
             queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
@@ -342,7 +351,7 @@ public final class DurableSubscriber: Sendable {
                 case .needsRebuild(let cursor, let through):
                     signals.send(.needsRebuild(cursor: cursor, prunedThrough: through))
                     if stopped() { return applied }
-                    try rebuildState()
+                    try rebuildState(cursor: cursor, through: through)
                 case .applied(let count, let through, let stoppedDuringBatch):
                     applied += count
                     if stoppedDuringBatch { return applied }
@@ -374,8 +383,10 @@ public final class DurableSubscriber: Sendable {
                             stoppedDuringBatch = true
                             break
                         }
-                        try apply(event, handle)
-                        try handle.rethrowFailure()
+                        try handling(event) {
+                            try apply(event, handle)
+                            try handle.rethrowFailure()
+                        }
                         last = event.seq
                         count += 1
                     }
@@ -408,30 +419,43 @@ public final class DurableSubscriber: Sendable {
                     stoppedDuringBatch = true
                     break
                 }
-                try handle(event)
+                try handling(event) { try handle(event) }
                 last = event.seq
                 handled += 1
             }
             return .applied(count: handled, through: last, stopped: stoppedDuringBatch || stopped())
         }
 
-        /// Rebuilds the state from the tables and moves the cursor to the end of the log, in one transaction — unless
-        /// another instance under the same name did it meanwhile.
-        private func rebuildState() throws {
-            guard let rebuild else {
-                throw FeedError.storage(
-                    .constraintViolation(
-                        field: "subscriber \(name)",
-                        reason: "the log cannot replay what it missed (pruned or bulk-loaded) and it has no rebuild"))
+        /// Runs the handler (or rebuild) for `event` (`nil` for a rebuild). What it throws is carried as
+        /// ``FeedError/handlerFailed(subscriber:seq:error:)``, except a database failure under it (a ``StorageError``,
+        /// or a ``FeedError/storage(_:)``), which stays one: the backend retries or reports it as any other.
+        private func handling(_ event: EventRecord?, _ body: () throws -> Void) throws {
+            do {
+                try body()
+            } catch let error as StorageError {
+                throw error
+            } catch FeedError.storage(let error) {
+                throw error
+            } catch {
+                throw FeedError.handlerFailed(subscriber: name, seq: event?.seq, error: FeedError.HandlerError(error))
             }
+        }
+
+        /// Rebuilds the state from the tables and moves the cursor to the end of the log, in one transaction — unless
+        /// another instance under the same name did it meanwhile. Without a rebuild closure, the subscriber cannot go
+        /// on: ``FeedError/historyPruned(after:prunedThrough:)``.
+        private func rebuildState(cursor: Int64, through: Int64) throws {
+            guard let rebuild else { throw FeedError.historyPruned(after: cursor, prunedThrough: through) }
             let seq = try service.backend.write(
                 { tx -> Int64? in
                     let baseline = try tx.replayBaseline()
                     guard baseline.rebuildPoint(for: try tx.subscriberPosition(for: name) ?? .start) != nil else { return nil }
                     let last = try tx.lastSeq()
                     let handle = SubscriberTransaction(tx)
-                    try rebuild(handle)
-                    try handle.rethrowFailure()
+                    try handling(nil) {
+                        try rebuild(handle)
+                        try handle.rethrowFailure()
+                    }
                     try tx.markSubscriberRebuilt(name, through: last, bulkGeneration: baseline.bulkGeneration, at: Date())
                     return last
                 }, afterCommit: { _ in })

@@ -19,6 +19,7 @@ extension FeedService {
     /// ``publishCommittedEvents(batchSize:)``, calling `beforeBatch` with the batch's index (from 0) before each read
     /// of the log: where ``ChangeFeed``'s tests inject a failure between two batches.
     func publishCommittedEvents(batchSize: Int, beforeBatch: (Int) throws -> Void) throws(FeedError) -> Int {
+        try checkOpen()
         let sequencer = bridge.sequencer
         var total = 0
         var batch = 0
@@ -60,6 +61,7 @@ extension FeedService {
     /// - Returns: the number of events deleted.
     @discardableResult
     public func pruneEvents(through seq: Int64) throws(FeedError) -> Int {
+        try checkOpen()
         do {
             return try backend.write({ tx in try tx.pruneEvents(through: seq) }, afterCommit: { _ in })
         } catch {
@@ -70,6 +72,7 @@ extension FeedService {
     /// Deletes events committed before `date` from the log.
     @discardableResult
     public func pruneEvents(olderThan date: Date) throws(FeedError) -> Int {
+        try checkOpen()
         do {
             return try backend.write(
                 { tx in

@@ -1,0 +1,113 @@
+internal import FeedCore
+
+extension EventSequencer {
+    /// The committed ranges not yet handed to the delivering thread, and how far delivery got.
+    ///
+    /// A range keeps its events in memory while the backlog holds fewer than its limit; beyond it (a slow subscriber
+    /// holds delivery up while commits go on) a range keeps only its bounds, `(after, through]`, and delivery reads its
+    /// events from the log when it gets there. Ranges without events that touch are merged, so that a backlog that
+    /// fell behind holds one range however many commits arrive.
+    struct Backlog {
+        struct Range {
+            let after: Int64
+            let through: Int64
+            /// The range's events, or `nil` when delivery reads them from the log.
+            let events: [EventRecord]?
+        }
+
+        /// The highest seq delivered (every callback for it returned).
+        var delivered: Int64 = -1
+        /// The highest seq handed to the delivering thread.
+        var taken: Int64 = -1
+        /// The highest seq of any range submitted.
+        var known: Int64 = -1
+        /// Ranges not yet handed over, in submission order (a handful: one per concurrent writer, and at most one
+        /// merged range without events per stretch of the log).
+        private(set) var ranges: [Range] = []
+        /// The events the ranges hold in memory.
+        private(set) var buffered = 0
+        /// The most events ever held at once (for tests).
+        private(set) var mostBuffered = 0
+        /// Whether ranges are being kept without their events (and this was reported).
+        private var fallingBehind = false
+
+        /// Adds a complete range of committed events. With a `limit` (the events can be read back from the log), a
+        /// range that would take the backlog beyond it — or that comes after a range kept without events — is kept
+        /// without events.
+        ///
+        /// - Returns: how many of `events` were not known before, and whether the backlog began to fall behind.
+        mutating func submit(after: Int64, through: Int64, events: [EventRecord], limit: Int?) -> (added: Int, fellBehind: Bool) {
+            // Ranges may arrive out of commit order when several connections commit at once (PostgreSQL): a range
+            // at or below what was handed to the delivering thread is old news; any other is kept until `next()`
+            // reaches it.
+            guard through > taken else { return (0, false) }
+            let previous = known
+            known = max(known, through)
+            let added = events.count - (events.firstIndex { $0.seq > previous } ?? events.count)
+            if let limit, buffered + events.count > limit || ranges.contains(where: { $0.events == nil }) {
+                addWithoutEvents(after: after, through: through)
+                defer { fallingBehind = true }
+                return (added, !fallingBehind)
+            }
+            ranges.append(Range(after: after, through: through, events: events))
+            buffered += events.count
+            mostBuffered = max(mostBuffered, buffered)
+            return (added, false)
+        }
+
+        /// The next batch to deliver, in seq order, or `nil` when the next range is still missing. A batch with
+        /// ``Batch/loadAfter`` set carries no events: its range is read from the log.
+        mutating func next() -> Batch? {
+            let taken = self.taken
+            drop { $0.through <= taken }
+            guard let index = ranges.firstIndex(where: { $0.after <= taken }) else { return nil }
+            let range = ranges.remove(at: index)
+            buffered -= range.events?.count ?? 0
+            if !ranges.contains(where: { $0.events == nil }) { fallingBehind = false }
+            let from = taken
+            self.taken = range.through
+            guard let events = range.events else { return Batch(events: [], through: range.through, loadAfter: from) }
+            let start = events.firstIndex { $0.seq > from } ?? events.endIndex
+            return Batch(events: events[start...], through: range.through, loadAfter: nil)
+        }
+
+        /// Records that every event up to `seq` was delivered.
+        mutating func finish(through seq: Int64) {
+            if seq > delivered { delivered = seq }
+        }
+
+        /// Puts back the part of a range read from the log that was not delivered, `(after, through]`, to be read
+        /// again first.
+        mutating func requeue(after: Int64, through: Int64) {
+            taken = after
+            ranges.insert(Range(after: after, through: through, events: nil), at: 0)
+            fallingBehind = true
+        }
+
+        /// Keeps `(after, through]` as a range without events, merged with those it touches.
+        private mutating func addWithoutEvents(after: Int64, through: Int64) {
+            var merged = Range(after: after, through: through, events: nil)
+            var grew = true
+            while grew {
+                grew = false
+                if let index = ranges.firstIndex(where: { $0.events == nil && $0.after <= merged.through && merged.after <= $0.through }) {
+                    let range = ranges.remove(at: index)
+                    merged = Range(after: min(range.after, merged.after), through: max(range.through, merged.through), events: nil)
+                    grew = true
+                }
+            }
+            ranges.append(merged)
+        }
+
+        /// Removes the ranges `shouldDrop` selects, keeping ``buffered`` right.
+        private mutating func drop(where shouldDrop: (Range) -> Bool) {
+            var removed = 0
+            ranges.removeAll { range in
+                guard shouldDrop(range) else { return false }
+                removed += range.events?.count ?? 0
+                return true
+            }
+            buffered -= removed
+        }
+    }
+}
