@@ -110,6 +110,7 @@ import Testing
     ) async throws {
         let dir = TemporaryDirectory()
         guard let service = try makeService(in: dir, on: backend) else { return }
+        defer { service.close() }
         let before = try await service.status()
         let attempts = Task { () -> [FeedError?] in
             withUnsafeCurrentTask { $0?.cancel() }

@@ -17,6 +17,7 @@ import Testing
         let logged = AsyncLog<FeedLogEvent>()
         let bridge = EventBridge(deliveryLimit: 100)
         let service = try makeService(at: location, bridge: bridge, logger: { logged.append($0) })
+        defer { service.close() }
         // Another service on the same database stands in for another process.
         let other = try FeedService(location: location)
         defer { other.close() }

@@ -203,6 +203,7 @@ import Testing
         guard let location = try backend.makeLocation(in: dir) else { return }
         let logged = AsyncLog<FeedLogEvent>()
         let service = try makeService(at: location, logger: { logged.append($0) })
+        defer { service.close() }
         let consumer = Task { () async throws -> (seqs: [Int64], capacity: Int, most: Int, now: Int) in
             var iterator = service.changes(after: 0).makeAsyncIterator()
             let inbox = try #require(iterator.inbox)
@@ -233,6 +234,7 @@ import Testing
     @Test(arguments: TestBackend.allCases) func aGapLeftByAnOverflowIsFilledWithoutALaterCommit(on backend: TestBackend) async throws {
         let dir = TemporaryDirectory()
         guard let service = try makeService(in: dir, on: backend) else { return }
+        defer { service.close() }
         // Live events come from a subject the test controls instead of the bridge.
         let live = PassthroughPublisher<EventRecord, Never>()
         let changes = FeedChanges(service: service, after: 0, maximumBatch: 100, source: live.eraseToAnyPublisher(), inboxCapacity: 5)

@@ -13,6 +13,7 @@ import Testing
         guard let location = try backend.makeLocation(in: dir) else { return }
         let logged = AsyncLog<FeedLogEvent>()
         let service = try makeService(at: location, logger: { logged.append($0) })
+        defer { service.close() }
         struct Unreachable: Error, CustomStringConvertible {
             var description: String { "the mail server is unreachable" }
         }
