@@ -14,7 +14,7 @@
 #   - database `feedsync`, owned by that role.
 # It prints exactly one line on stdout, postgresql://feedsync:PASSWORD@127.0.0.1:PORT/feedsync, for the caller to
 # capture, and the server version, port and directory on stderr (never the password).
-# Settings: PostgreSQL's defaults (fsync and synchronous_commit stay on) plus max_connections=200.
+# Settings: PostgreSQL's defaults (fsync and synchronous_commit stay on) plus max_connections=400 (the test suites run in parallel, each test on a database of its own).
 #
 # Security: the server listens on 127.0.0.1 only (on a free port picked at run time) and on a unix socket inside
 # DIR (mode 0700). TCP connections need a password (scram-sha-256); the bootstrap superuser has no password, so it
@@ -139,7 +139,7 @@ start_server() {
 listen_addresses = '127.0.0.1'
 unix_socket_directories = '$dir'
 unix_socket_permissions = 0700
-max_connections = 200
+max_connections = 400
 password_encryption = 'scram-sha-256'
 EOF
 
