@@ -13,10 +13,11 @@ internal import Foundation
 /// - ``send(_:)`` from inside a callback — a state subscriber of this or another projection, an effect, a
 ///   subscriber of the event bridge — queues the action and returns: code on an executor never waits for another
 ///   (see ``FeedExecutor``). An action sent from this projection's own callbacks runs after the current one.
-/// - ``apply(_:seq:sequencer:)`` is the delivery executor's: it queues the event and returns, and the sequencer
-///   counts the event as outstanding until the projection applied it — so once a seq is delivered
-///   (``EventBridge/waitForDelivery(through:timeout:)``), every projection subscribed to the bridge shows it, and a
-///   projection busy with a slow effect delays no other subscriber.
+/// - ``apply(_:)`` is the delivery executor's: it waits until the projection applied the event (the one wait the
+///   delivery executor makes; a projection's queue waits for nothing but the database), so once a seq is delivered
+///   (``EventBridge/waitForDelivery(through:timeout:)``) every projection subscribed to the bridge shows it. GCD runs
+///   the work on the delivering thread when the projection is idle, so an event costs no thread hand-off; a
+///   projection busy with a slow effect delays later deliveries, which the delivery backlog's bound covers.
 ///
 /// `@unchecked Sendable`: `state` is guarded by `stateLock`; `reentrant` is only touched on `queue`; `reduce`,
 /// `run` and `publish` are immutable closures.
@@ -72,15 +73,10 @@ final class ActionLoop<State: Sendable, Action: Sendable, Effect: Sendable>: @un
         }
     }
 
-    /// Queues an event's action for the delivery executor, which never waits: `sequencer` counts it as
-    /// outstanding until this projection applied it, so that ``EventSequencer/waitForDelivery(through:timeout:)``
-    /// and ``EventBridge/lastDeliveredSeq`` cover projections too.
-    func apply(_ action: Action, seq: Int64, sequencer: EventSequencer) {
-        sequencer.applying(seq)
-        queue.async {
-            self.process(action)
-            sequencer.applied(seq)
-        }
+    /// Applies an event's action for the delivery executor: waits for the projection's queue and returns once the
+    /// action and everything it caused were processed.
+    func apply(_ action: Action) {
+        queue.sync { process(action) }
     }
 
     /// Processes `action`, then what this projection's callbacks sent meanwhile. Runs on `queue`.

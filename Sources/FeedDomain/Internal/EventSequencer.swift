@@ -40,7 +40,7 @@ internal import Foundation
 /// doubles from 10 ms to 2 s; events pruned before delivery read them are not delivered (and logged). The delivering
 /// thread waits for those reads, never for a command.
 ///
-/// `@unchecked Sendable`: `backlog`, `outstanding`, `isScheduled`, `logSource` and `retryDelay` are only touched
+/// `@unchecked Sendable`: `backlog`, `isScheduled`, `logSource` and `retryDelay` are only touched
 /// while `condition` is locked; `queue`, `limit` and `deliver` are immutable.
 final class EventSequencer: @unchecked Sendable {
     /// A batch of events handed to the delivering thread; internal so that no outside code can name it.
@@ -73,9 +73,6 @@ final class EventSequencer: @unchecked Sendable {
     private var logSource: LogSource?
     /// The pause before the next read of the log after a failed one; zero after one that succeeded.
     private var retryDelay: Duration = .zero
-    /// Events handed to projections that have not applied them yet, oldest first: `(seq, projections still to
-    /// apply it)`. Seqs are appended in delivery order, so the first entry is the oldest outstanding one.
-    private var outstanding: [(seq: Int64, count: Int)] = []
     /// Whether a drain of the backlog is queued or running on `queue`.
     private var isScheduled = false
     private let queue = FeedExecutor.makeQueue(label: "FeedSync.Delivery")
@@ -121,44 +118,12 @@ final class EventSequencer: @unchecked Sendable {
         withBacklog { ($0.buffered, $0.mostBuffered) }
     }
 
-    /// The highest seq every subscriber's callback has returned for and every projection has applied; 0 before the
-    /// first.
+    /// The highest seq every subscriber's callback has returned for (so every projection has applied it); 0 before
+    /// the first.
     var lastDeliveredSeq: Int64 {
         condition.lock()
         defer { condition.unlock() }
-        return max(settledSeq, 0)
-    }
-
-    /// The highest seq delivered and applied by every projection (under `condition`).
-    private var settledSeq: Int64 {
-        guard let oldest = outstanding.first else { return backlog.delivered }
-        return min(backlog.delivered, oldest.seq - 1)
-    }
-
-    /// Records that a projection was handed the event `seq` to apply on its own queue; ``applied(_:)`` follows.
-    /// Called on the delivery executor, in seq order.
-    func applying(_ seq: Int64) {
-        condition.lock()
-        defer { condition.unlock() }
-        if let last = outstanding.last, last.seq == seq {
-            outstanding[outstanding.count - 1].count += 1
-        } else {
-            outstanding.append((seq, 1))
-        }
-    }
-
-    /// Records that a projection applied the event `seq` handed to it with ``applying(_:)``.
-    func applied(_ seq: Int64) {
-        condition.lock()
-        defer { condition.unlock() }
-        guard let index = outstanding.firstIndex(where: { $0.seq == seq }) else { return }
-        outstanding[index].count -= 1
-        var settled = false
-        while let first = outstanding.first, first.count == 0 {
-            outstanding.removeFirst()
-            settled = true
-        }
-        if settled { condition.broadcast() }
+        return max(backlog.delivered, 0)
     }
 
     /// The highest seq known to the sequencer (submitted, in delivery, or delivered), or `nil` before a baseline.
@@ -199,7 +164,7 @@ final class EventSequencer: @unchecked Sendable {
         let (added, fellBehind, schedule, source) = withBacklog { backlog -> (Int, Bool, Bool, LogSource?) in
             let (added, fellBehind) = backlog.submit(
                 after: after, through: through, events: events, limit: logSource == nil ? nil : limit)
-            if !listened, !isScheduled, outstanding.isEmpty {
+            if !listened, !isScheduled {
                 // Nobody would see these events and no delivery is in flight that they must follow: they are
                 // delivered here, in order, without waking the delivery executor (a command with nobody listening
                 // pays no thread hand-off).
@@ -230,8 +195,8 @@ final class EventSequencer: @unchecked Sendable {
         let deadline = Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) / 1e18)
         condition.lock()
         defer { condition.unlock() }
-        while settledSeq < seq {
-            if !condition.wait(until: deadline) { return settledSeq >= seq }
+        while backlog.delivered < seq {
+            if !condition.wait(until: deadline) { return backlog.delivered >= seq }
         }
         return true
     }

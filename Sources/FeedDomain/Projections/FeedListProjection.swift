@@ -83,9 +83,8 @@ public final class FeedListProjection: Sendable {
             reduce: Self.reduce,
             run: { effect in Self.run(effect, client: client) })
         self.loop = loop
-        let sequencer = client.bridge.sequencer
         subscription = client.bridge.changes.sink { [weak loop] event in
-            loop?.apply(.eventReceived(event), seq: event.seq, sequencer: sequencer)
+            loop?.apply(.eventReceived(event))
         }
     }
 
