@@ -74,7 +74,7 @@ let package = Package(
             plugins: ["EmbedMigrations"]
         ),
         .target(
-            name: "FeedStorage",
+            name: "FeedSQLiteBackend",
             dependencies: ["FeedCore", "FeedSQLite", "FeedMigrations", "FeedChecksum"],
             swiftSettings: strictSettings
         ),
@@ -92,15 +92,15 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
-            name: "FeedPostgres",
+            name: "FeedPostgresBackend",
             dependencies: ["CLibPQ", "CLibPQLoader", "FeedCore", "FeedMigrations", "FeedChecksum"],
             swiftSettings: strictSettings
         ),
         .target(
             name: "FeedSync",
             dependencies: [
-                "FeedCore", "FeedStorage", "FeedPublishers", "FeedDependencies", "FeedDomain",
-                .target(name: "FeedPostgres", condition: .when(traits: ["PostgreSQL"])),
+                "FeedCore", "FeedSQLiteBackend", "FeedPublishers", "FeedDependencies", "FeedDomain",
+                .target(name: "FeedPostgresBackend", condition: .when(traits: ["PostgreSQL"])),
             ],
             swiftSettings: strictSettings
         ),
@@ -116,7 +116,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "feedsync-bench",
-            dependencies: ["FeedSync", .target(name: "FeedPostgres", condition: .when(traits: ["PostgreSQL"]))],
+            dependencies: ["FeedSync", .target(name: "FeedPostgresBackend", condition: .when(traits: ["PostgreSQL"]))],
             swiftSettings: strictSettings
         ),
 
@@ -128,7 +128,7 @@ let package = Package(
         ),
         .target(
             name: "FeedTestSupport",
-            dependencies: ["FeedCore", "FeedSQLite", "FeedStorage", "FeedPostgres", "FeedTestThreads"],
+            dependencies: ["FeedCore", "FeedSQLite", "FeedSQLiteBackend", "FeedPostgresBackend", "FeedTestThreads"],
             path: "Tests/FeedTestSupport",
             swiftSettings: strictSettings
         ),
@@ -138,9 +138,9 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
-            name: "FeedStorageTests",
+            name: "FeedSQLiteBackendTests",
             dependencies: [
-                "FeedCore", "FeedStorage", "FeedSQLite", "FeedMigrations", "FeedChecksum", "FeedTestSupport",
+                "FeedCore", "FeedSQLiteBackend", "FeedSQLite", "FeedMigrations", "FeedChecksum", "FeedTestSupport",
                 "FeedTestThreads",
             ],
             swiftSettings: strictSettings
@@ -148,15 +148,15 @@ let package = Package(
         .testTarget(
             name: "FeedDomainTests",
             dependencies: [
-                "FeedSync", "FeedCore", "FeedDomain", "FeedStorage", "FeedSQLite", "FeedMigrations", "FeedPublishers",
-                "FeedDependencies", "FeedPostgres",
+                "FeedSync", "FeedCore", "FeedDomain", "FeedSQLiteBackend", "FeedSQLite", "FeedMigrations", "FeedPublishers",
+                "FeedDependencies", "FeedPostgresBackend",
                 "FeedTestSupport", "FeedTestThreads",
             ],
             swiftSettings: strictSettings
         ),
         .testTarget(
-            name: "FeedPostgresTests",
-            dependencies: ["FeedPostgres", "FeedCore", "FeedMigrations", "FeedTestSupport", "FeedTestThreads"],
+            name: "FeedPostgresBackendTests",
+            dependencies: ["FeedPostgresBackend", "FeedCore", "FeedMigrations", "FeedTestSupport", "FeedTestThreads"],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -166,7 +166,10 @@ let package = Package(
         ),
         .testTarget(
             name: "FeedCLITests",
-            dependencies: ["FeedCLI", "FeedSync", "FeedStorage", "FeedSQLite", "FeedMigrations", "FeedTestSupport", "FeedTestThreads"],
+            dependencies: [
+                "FeedCLI", "FeedSync", "FeedSQLiteBackend", "FeedSQLite", "FeedMigrations", "FeedTestSupport",
+                "FeedTestThreads",
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

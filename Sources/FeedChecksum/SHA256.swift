@@ -1,6 +1,6 @@
 /// SHA-256 (FIPS 180-4), used for migration checksums; the toolchain offers no hash on Linux without a package.
 ///
-/// Its own target so that both `FeedStorage` (checksums of migrations given at run time) and the `MigrationEmbedder`
+/// Its own target so that both `FeedSQLiteBackend` (checksums of migrations given at run time) and the `MigrationEmbedder`
 /// build tool (checksums of the embedded files, computed once at build time) use this one implementation.
 public enum SHA256 {
     private static let roundConstants: [UInt32] = [

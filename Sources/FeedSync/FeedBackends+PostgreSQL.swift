@@ -1,5 +1,5 @@
 #if PostgreSQL
-    internal import FeedPostgres
+    internal import FeedPostgresBackend
 
     extension FeedBackends {
         /// Whether this program can load libpq (see ``FeedBackends/opensPostgreSQL``).

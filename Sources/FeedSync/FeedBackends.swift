@@ -1,5 +1,5 @@
 internal import FeedSQLite
-internal import FeedStorage
+internal import FeedSQLiteBackend
 internal import Foundation
 
 /// Opens the backend a location names: the one place that knows every backend this build has.

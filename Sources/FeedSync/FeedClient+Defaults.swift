@@ -1,4 +1,4 @@
-internal import FeedStorage
+internal import FeedSQLiteBackend
 
 extension FeedClient: DependencyKey, FeedClientDefaults {
     /// The database at the default location (``FeedPaths/defaultDatabasePath(environment:)``: `$FEEDSYNC_DB` —

@@ -2,7 +2,7 @@ import FeedSync
 import Foundation
 
 #if PostgreSQL
-    import FeedPostgres
+    import FeedPostgresBackend
 #endif
 
 /// Which backend a workload runs on: a SQLite file in a fresh temporary directory (the default), or, with

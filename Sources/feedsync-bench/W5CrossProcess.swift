@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 
 #if PostgreSQL
-    import FeedPostgres
+    import FeedPostgresBackend
 #endif
 
 /// W5: a second process (`feedsync-bench agent-writer`) toggles likes at a fixed rate and prints `seq wallNanos`

@@ -1,6 +1,6 @@
 import FeedSync
 import FeedSQLite
-import FeedStorage
+import FeedSQLiteBackend
 import FeedMigrations
 import FeedTestSupport
 import Foundation

@@ -3,7 +3,7 @@ import FeedSync
 import FeedCore
 import FeedPublishers
 import FeedSQLite
-@testable import FeedStorage
+@testable import FeedSQLiteBackend
 import FeedTestSupport
 import Foundation
 import FeedTestThreads

@@ -2,7 +2,7 @@ import FeedSync
 import FeedCore
 import FeedDomain
 import FeedSQLite
-import FeedStorage
+import FeedSQLiteBackend
 import FeedTestSupport
 import Foundation
 import FeedTestThreads

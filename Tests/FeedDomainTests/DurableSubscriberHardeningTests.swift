@@ -5,7 +5,7 @@ import FeedDomain
 import FeedPublishers
 import FeedSQLite
 import FeedMigrations
-import FeedStorage
+import FeedSQLiteBackend
 import FeedTestSupport
 import Foundation
 import FeedTestThreads

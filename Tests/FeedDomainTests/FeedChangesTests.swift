@@ -3,7 +3,7 @@ import FeedCore
 import FeedDependencies
 @testable import FeedDomain
 import FeedPublishers
-import FeedStorage
+import FeedSQLiteBackend
 import FeedTestSupport
 import Foundation
 import Testing

@@ -2,7 +2,7 @@ import FeedSync
 import FeedCore
 @testable import FeedDomain
 import FeedPublishers
-import FeedStorage
+import FeedSQLiteBackend
 import FeedTestSupport
 import Foundation
 import Testing

@@ -2,10 +2,10 @@ import FeedSync
 import FeedCore
 import FeedDependencies
 @testable import FeedDomain
-import FeedPostgres
+import FeedPostgresBackend
 import FeedPublishers
 import FeedSQLite
-import FeedStorage
+import FeedSQLiteBackend
 import FeedTestSupport
 import Foundation
 import FeedTestThreads

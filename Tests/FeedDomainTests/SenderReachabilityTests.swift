@@ -3,7 +3,7 @@ import FeedCore
 import FeedDependencies
 import FeedDomain
 import FeedPublishers
-import FeedStorage
+import FeedSQLiteBackend
 import FeedTestSupport
 import Foundation
 import FeedTestThreads

@@ -4,7 +4,7 @@ import FeedDependencies
 @testable import FeedDomain
 import FeedPublishers
 import FeedSQLite
-import FeedStorage
+import FeedSQLiteBackend
 import FeedTestSupport
 import Foundation
 import FeedTestThreads

@@ -1,4 +1,4 @@
-internal import FeedPostgres
+internal import FeedPostgresBackend
 internal import Foundation
 
 /// A fresh, uniquely named database on the PostgreSQL test server, for one test.

@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 
 /// Adds rows in bulk inside ``FeedBackend/bulkLoad(_:)``: no events, checks deferred to the end of the load.
 package protocol FeedBulkLoader: AnyObject {

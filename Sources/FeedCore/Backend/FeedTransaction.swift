@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 
 /// One transaction (or snapshot) on a FeedSync database: every read and write the domain makes.
 ///

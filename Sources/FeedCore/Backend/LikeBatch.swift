@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 
 /// A like command: run through ``FeedService/perform(_:)`` (several in one transaction) and, in a batch, by a backend
 /// (``FeedTransaction/applyLikes(_:)``).

@@ -2,7 +2,7 @@ import FeedSync
 import FeedCore
 import FeedDomain
 import FeedPublishers
-import FeedStorage
+import FeedSQLiteBackend
 
 /// Finds everything reachable from a value through `Mirror` that outside code could cast into something that sends:
 /// a subject, an `EventPublisher`, a `Subscriber`, or a closure taking the element (or an array of it).

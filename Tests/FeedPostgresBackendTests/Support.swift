@@ -1,6 +1,6 @@
 // Helpers shared by the PostgreSQL backend tests.
 import FeedCore
-@testable import FeedPostgres
+@testable import FeedPostgresBackend
 import FeedTestSupport
 import Foundation
 import Testing

@@ -1,5 +1,5 @@
 import FeedCore
-import FeedStorage
+import FeedSQLiteBackend
 import Foundation
 import FeedTestThreads
 import Testing

@@ -1,5 +1,5 @@
 import FeedCore
-import FeedStorage
+import FeedSQLiteBackend
 import FeedTestSupport
 import FeedTestThreads
 import Foundation

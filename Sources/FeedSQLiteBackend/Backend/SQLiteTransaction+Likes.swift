@@ -1,4 +1,4 @@
-public import FeedCore
+package import FeedCore
 internal import FeedSQLite
 internal import Foundation
 

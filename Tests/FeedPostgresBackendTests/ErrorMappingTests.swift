@@ -1,5 +1,5 @@
 import FeedCore
-@testable import FeedPostgres
+@testable import FeedPostgresBackend
 import FeedTestSupport
 import Foundation
 import FeedTestThreads

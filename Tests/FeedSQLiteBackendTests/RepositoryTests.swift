@@ -1,6 +1,6 @@
 import FeedCore
 import FeedSQLite
-import FeedStorage
+import FeedSQLiteBackend
 import FeedTestSupport
 import Foundation
 import FeedTestThreads

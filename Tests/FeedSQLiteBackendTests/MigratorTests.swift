@@ -2,7 +2,7 @@ import FeedCore
 import FeedChecksum
 import FeedMigrations
 import FeedSQLite
-@testable import FeedStorage
+@testable import FeedSQLiteBackend
 import FeedTestSupport
 import Foundation
 import FeedTestThreads

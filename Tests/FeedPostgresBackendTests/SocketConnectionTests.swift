@@ -1,5 +1,5 @@
 import FeedCore
-import FeedPostgres
+import FeedPostgresBackend
 import FeedTestSupport
 import Foundation
 import Testing

@@ -1,6 +1,6 @@
 import FeedCore
 import FeedMigrations
-import FeedPostgres
+import FeedPostgresBackend
 import FeedTestSupport
 import Foundation
 import FeedTestThreads
