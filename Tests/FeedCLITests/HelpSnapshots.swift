@@ -1,7 +1,7 @@
 /// Expected long help texts, kept beside the tests (the short ones are inline in the tests).
 enum HelpSnapshots {
     static let overview = """
-        feedsync — a feed with likes on a SQLite file, synced across processes.
+        feedsync — a feed with likes on a SQLite file or a PostgreSQL database, synced across processes and machines.
 
         Usage: feedsync <command> [options]
 
@@ -25,7 +25,7 @@ enum HelpSnapshots {
           completions  Print the completion script for a shell (bash, zsh or fish) on stdout.
 
         Global options (anywhere on the line):
-          --db PATH   The database file (default: $FEEDSYNC_DB, else the per-user data directory).
+          --db PATH   The database: a SQLite file or a PostgreSQL URL (default: $FEEDSYNC_DB, else the per-user data directory).
           --user ID   The acting user (default: $FEEDSYNC_USER).
           --json      Print JSON instead of text.
           --no-color  No colour (also when NO_COLOR is set or stdout is not a terminal).

@@ -16,7 +16,7 @@ enum HelpGenerator {
     private static func overview() -> String {
         lines(
             [
-                "feedsync — a feed with likes on a SQLite file, synced across processes.", "",
+                "feedsync — a feed with likes on a SQLite file or a PostgreSQL database, synced across processes and machines.", "",
                 "Usage: feedsync <command> [options]", "",
                 "Commands:",
             ] + table(CommandCatalog.commands.map { ($0.name, $0.summary) })

@@ -3,7 +3,8 @@ enum CommandCatalog {
     /// The options accepted by every command.
     static let globalOptions: [OptionSpec] = [
         OptionSpec(
-            name: "db", valueName: "PATH", help: "The database file (default: $FEEDSYNC_DB, else the per-user data directory).",
+            name: "db", valueName: "PATH",
+            help: "The database: a SQLite file or a PostgreSQL URL (default: $FEEDSYNC_DB, else the per-user data directory).",
             completion: .file),
         OptionSpec(name: "user", valueName: "ID", help: "The acting user (default: $FEEDSYNC_USER)."),
         OptionSpec(name: "json", valueName: nil, help: "Print JSON instead of text."),
