@@ -79,16 +79,18 @@ public struct Configuration: Sendable {
     /// The page cache of each connection in KiB (`PRAGMA cache_size = -N`); `nil` keeps SQLite's default (2,000 KiB).
     ///
     /// 16 MiB by default: a feed page probes the likes index once per row, and with SQLite's 2 MB cache on a
-    /// database of 100,000 posts and 1,000,000 likes (~60 MB) most of those probes were `pread`s (~48 a page):
-    /// W2 went from ~9,800 to ~12,000 pages/s (see `Docs/Benchmarks.md`). It is a bound, not an allocation: a
+    /// database of 100,000 posts and 1,000,000 likes (~60 MB) most of those probes are `pread`s (~48 a page):
+    /// W2 (`feedsync-bench w2`) runs ~12,000 pages/s with 16 MiB against ~9,800 with SQLite's default. It is a
+    /// bound, not an allocation: a
     /// connection's cache grows only with the pages it reads, so a small database costs what it did.
     public var cacheSizeKiB: Int? = 16_384
     /// When the writer's write-ahead log is checkpointed. Ignored for in-memory and read-only databases.
     ///
     /// By default a background thread checkpoints each time the log grew by 2,000 pages, and the writer only at 8,000
-    /// (a log of ~32 MiB at most with 4 KiB pages, plus a transaction or two): SQLite's automatic checkpoint made
-    /// the commit that crossed 1,000 pages copy the log and wait for two `fdatasync`s; W1 ran ~27 % faster this way
-    /// (see `Docs/Benchmarks.md`). `.inline(pages: 1000)` is SQLite's behaviour.
+    /// (a log of ~32 MiB at most with 4 KiB pages, plus a transaction or two): SQLite's automatic checkpoint makes
+    /// the commit that crosses 1,000 pages copy the log and wait for two `fdatasync`s; W1 runs ~37 % faster this way
+    /// (`feedsync-bench w1 --checkpoint background` against `--checkpoint inline`;
+    /// `Docs/decisions/0003-background-wal-checkpoints.md`). `.inline(pages: 1000)` is SQLite's behaviour.
     public var checkpointPolicy: CheckpointPolicy = .background(pages: 2_000, limit: 8_000)
 
     /// The default configuration: 5 s busy timeout, read-write, up to 4 readers.

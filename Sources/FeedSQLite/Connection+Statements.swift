@@ -147,7 +147,7 @@ extension Connection {
 /// The statement cache's key: the SQL text compared byte for byte, hashed from its length and at most 24 of its bytes.
 ///
 /// Hashing the whole text with `String`'s `Hashable` (SipHash over every byte, ~600 instructions for a 100-byte
-/// statement, ~1,500 for the feed page query) was the largest cost of a cache hit; statements differ early
+/// statement, ~1,500 for the feed page query) would be the largest cost of a cache hit; statements differ early
 /// (`SELECT`/`INSERT`, the table) or late (the `WHERE` clause) and rarely have the same length, so the first 16 and
 /// last 8 bytes with the length spread them as well. Equal keys are byte-equal, so equal hashes hold. A literal
 /// looked up again has the same storage, which `==` checks first.

@@ -275,8 +275,8 @@ private final class BusyCallbackBox {
 /// SQLite's own (`sqlite3_busy_timeout`) sleeps 1, 2, 5, … ms and then 100 ms between attempts, about 50 attempts in
 /// 5 s. A writer in another process that commits back to back holds the write lock almost all the time and frees
 /// it only for the moment between two of its transactions; an attempt every 100 ms rarely lands in that moment, and
-/// a waiting writer could be refused for the whole timeout while the other went on (seen in the multi-process tests
-/// once checkpoints left the commit path and writers got faster). Polling every ~1 ms, with jitter so that waiting
+/// a waiting writer can be refused for the whole timeout while the other goes on — the likelier, the faster the
+/// other commits. Polling every ~1 ms, with jitter so that waiting
 /// processes do not poll in step, gives ~5,000 attempts in 5 s for a cost of one `fcntl` each.
 ///
 /// One connection is used by one thread at a time, so `deadline` needs no lock.

@@ -91,8 +91,8 @@ import Testing
         #expect(rows.allSatisfy { $0[1].integer == 1 })
     }
 
-    /// A URL of another scheme is refused before anything is opened or created — it used to be taken for a relative
-    /// path (a `mysql:` directory in the working directory) — and its password is not echoed.
+    /// A URL of another scheme is refused before anything is opened or created — otherwise it would be taken for a
+    /// relative path (a `mysql:` directory in the working directory) — and its password is not echoed.
     @Test func aURLOfAnotherSchemeIs64AndCreatesNothing() throws {
         let work = TemporaryDirectory("feedsync-cwd")
         for url in ["mysql://root:hunter2@db/feed", "http://example.com/feed.sqlite", "sqlite://x.sqlite"] {

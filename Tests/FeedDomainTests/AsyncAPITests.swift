@@ -441,7 +441,7 @@ struct TestTimeout: Error, CustomStringConvertible {
 
 /// How much longer than its stated bound an async test waits. The suites run in parallel on two cores next to the
 /// stress and fault tests' child processes and PostgreSQL server, so an async test's continuations may wait long to
-/// resume. (The synchronous suites no longer hold Swift's cooperative threads while they block: they run on threads
+/// resume. (The synchronous suites do not hold Swift's cooperative threads while they block: they run on threads
 /// of their own, `.ownThreads`.) The bounds stay bounds: a real stall still fails, later.
 let asyncTestSlack = 5.0
 

@@ -199,7 +199,7 @@ import Testing
         let found = Self.sendersReachable(from: feed)
         #expect(found.isEmpty, "reachable: \(found)")
         #expect(errors.values.isEmpty)
-        // The walk does find what the feed used to hold: a stored subject, or a closure that sends.
+        // The walk does find what a leaky feed would hold: a stored subject, or a closure that sends.
         struct Holder {
             let subject = PassthroughPublisher<FeedError, Never>()
             let send: @Sendable (FeedError) -> Void = { _ in }

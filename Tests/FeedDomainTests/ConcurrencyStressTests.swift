@@ -9,7 +9,7 @@ import Foundation
 import FeedTestThreads
 import Testing
 
-/// Issue 11: an app whose screens, direct commands, another process and a subscriber acting from inside deliveries
+/// An app whose screens, direct commands, another process and a subscriber acting from inside deliveries
 /// all run at once must never deadlock, and once everything is quiet every screen must show what the database holds.
 ///
 /// Every actor runs on its own `Thread` under a ``Watchdog``: after 10 s without progress the test fails with every

@@ -21,7 +21,7 @@ import Testing
         let dir = TemporaryDirectory()
         guard let path = try backend.makeLocation(in: dir) else { return }
         // Two writers, three subscribers and a child process share SQLite's write lock, which has no queue; with every
-        // suite running at once a writer was kept out past the library's 5 s (`Docs/Scaling.md`, item 6). This test is
+        // suite running at once a writer can be kept out past the library's 5 s (`Docs/Scaling.md`, item 6). This test is
         // about applying each event once; no command may fail within 15 s.
         var options = FeedOpenOptions()
         options.busyTimeout = .seconds(15)

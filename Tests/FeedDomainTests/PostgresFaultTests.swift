@@ -6,7 +6,7 @@ import Foundation
 import FeedTestThreads
 import Testing
 
-/// Issue 13, item 3: faults with real processes and a real server — concurrent client processes, clients killed
+/// Faults with real processes and a real server — concurrent client processes, clients killed
 /// with SIGKILL mid-transaction, and a server restarted (`pg_ctl restart -m immediate`) under load. Every acknowledged
 /// change must be in the tables and the log, nothing half-done may remain, and followers resume by themselves.
 ///
@@ -32,7 +32,7 @@ import Testing
         let started = ContinuousClock.now
 
         // `--busy-timeout 15`: SQLite's write lock has no queue, and on a machine running every suite at once an
-        // agent was kept out past the library's 5 s (`Docs/Scaling.md`, item 6; a stalled holder, likely in I/O).
+        // agent can be kept out past the library's 5 s (`Docs/Scaling.md`, item 6; a holder stalled in I/O).
         // This test is about invariants and replay; the busy policy has its own tests. 15 s stays under the stall
         // watchdog's 20 s, and a failing agent says how long its command waited.
         let children = try (1...4).map { k in
@@ -399,8 +399,8 @@ import Testing
 
     /// Runs `executable` (stdin `/dev/null`, stdout — and with `mergeStandardError` stderr — into a pipe, else
     /// stderr to the test's) and waits at most `timeout` seconds for its output to end and for it to exit (then it
-    /// is killed). `posix_spawn` and `waitpid` rather than `Process`: `Process.waitUntilExit()` was seen to hang
-    /// for ever on a script that had started a daemon (the shell stayed a zombie).
+    /// is killed). `posix_spawn` and `waitpid` rather than `Process`: `Process.waitUntilExit()` can hang for ever on
+    /// a script that started a daemon (the shell stays a zombie).
     static func spawn(
         _ executable: String, _ arguments: [String], mergeStandardError: Bool, timeout: Double
     ) throws -> (status: Int32, output: String) {

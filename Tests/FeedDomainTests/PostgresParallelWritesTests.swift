@@ -9,8 +9,8 @@ import Testing
 
 /// On PostgreSQL, commands of one service run their row work in parallel, each in a transaction on a connection of
 /// its own, and queue only for the event append and the commit (the `event_log_head` row is the last lock a
-/// transaction takes). Before, every event-writing transaction took the head first and held it to its commit, so
-/// one slow command held up every other.
+/// transaction takes). Were the head taken first and held to the commit, one slow command would hold up every
+/// other.
 @Suite(.ownThreads) struct PostgresParallelWritesTests {
     @Test func aCommandBlockedOnOnePostLetsACommandOnAnotherCommitFirstAndSeqsFollowCommitOrder() throws {
         let dir = TemporaryDirectory()

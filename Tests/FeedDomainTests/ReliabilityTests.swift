@@ -20,7 +20,7 @@ import Testing
         let service = try FeedService(path: path)
         try service.seed(SeedPlan(posts: 50, users: 20, likes: 0))
         let baseline = try service.status().lastSeq
-        // `--busy-timeout 15`, as in `PostgresFaultTests`: on a machine running every suite at once a process was
+        // `--busy-timeout 15`, as in `PostgresFaultTests`: on a machine running every suite at once a process can be
         // kept out of the write lock past the library's 5 s; no command may fail within 15 s.
         let children = try (1...Self.loadProcesses).map { seed in
             try Child(bench, ["agent-load", "--db", path, "--ops", String(Self.loadOps), "--seed", String(seed), "--busy-timeout", "15"])

@@ -75,7 +75,7 @@ import Testing
         #expect(errors.values.isEmpty)
     }
 
-    /// The walk is not vacuous: the same walker finds a subject the bridge used to hold as a stored property.
+    /// The walk is not vacuous: the same walker finds a subject held as a stored property, as a leaky bridge would.
     @Test func theWalkFindsAStoredSubject() {
         final class Leaky: Sendable {
             let changes = PassthroughPublisher<EventRecord, Never>()

@@ -55,7 +55,8 @@ import Testing
     /// Viewers with no likes, a few, and over a thousand spread over the feed: every page, by key and by id, at each
     /// page-size bucket and the uncapped statement, flags exactly the posts the viewer likes. The counts sit on both
     /// sides of where the statement turns from the hashed set of the viewer's likes to the per-row probe (five likes
-    /// per row of the page: 250 for 50 rows, 1,000 for 200), and of the edges of forms tried before (150, 600).
+    /// per row of the page: 250 for 50 rows, 1,000 for 200), and of 150 and 600, the bounds of other forms measured
+    /// for the flag.
     @Test(arguments: [50, 200, 1000, 1001])
     func theLikeFlagIsRightForViewersWithFewAndWithManyLikes(limit: Int) throws {
         guard let db = try TestDatabase.make("page_like_sets_\(limit)", options: PostgresOptions(maximumConnections: 1)) else { return }
@@ -122,8 +123,8 @@ import Testing
     }
 
     /// PostgreSQL plans a prepared statement's first five runs for their values, then keeps its generic plan only
-    /// when that costs no more. With the page size bound alone (`LIMIT $4`) the generic plan was costed at 10 % of the
-    /// posts and never kept: every page was planned again. One connection, so every page runs on the session whose
+    /// when that costs no more. With the page size bound alone (`LIMIT $4`) the generic plan is costed at 10 % of the
+    /// posts and never kept: every page would be planned again. One connection, so every page runs on the session whose
     /// `pg_prepared_statements` is read.
     @Test func thePageStatementsKeepAGenericPlan() throws {
         guard let (db, viewer) = try Self.seeded("page_generic_plan") else { return }

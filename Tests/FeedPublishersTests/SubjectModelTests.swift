@@ -68,7 +68,7 @@ import Testing
 
     // MARK: - Fixed cases
 
-    /// Issue 11, item 3: s1 sends from inside `receive(_:)`; s2 (unlimited) lost the outer value.
+    /// s1 sends from inside `receive(_:)`; s2 (unlimited), not reached yet by the outer send, still gets the outer value.
     @Test func nestedSendDoesNotHideTheOuterValueFromALaterSubscriber() {
         let sut = CurrentValuePublisher<Int, TestError>(0)
         let s1 = Tracker(initialDemand: .unlimited) { value in

@@ -80,8 +80,8 @@ import Testing
     /// Not back to back: a busy handler polls, it does not queue, so a writer that re-takes the lock the moment it
     /// freed it can keep the others out — on a quiet machine for ~0.1 s at worst (`Docs/bench/busy-wait.sh`, figures
     /// in `Docs/Storage.md`), but on one so loaded (every ThreadSanitizer suite at once) that a transaction takes
-    /// tens of milliseconds, three writers once waited out a 10 s timeout at their first commit while the fourth
-    /// committed. Between processes that is SQLite's locking, which no busy handler changes.
+    /// tens of milliseconds, three writers can wait out a 10 s timeout at their first commit while the fourth
+    /// commits. Between processes that is SQLite's locking, which no busy handler changes.
     @Test func writersOnSeveralConnectionsCommittingAtFullSpeedEachGetTheLock() throws {
         let dir = TemporaryDirectory()
         let path = dir.file("db.sqlite")

@@ -41,8 +41,10 @@ package protocol FeedBackend: AnyObject, Sendable {
     var isWritingOnCurrentThread: Bool { get }
 
     /// How many write transactions can do useful work at once: SQLite 1 (one writer per database file); PostgreSQL
-    /// its pool size (transactions do their row work in parallel and queue only for the event append and commit).
-    /// The domain's group commit runs up to this many batches at once, grouping callers only beyond it.
+    /// 2, or 1 with a single pooled connection (`min(2, maximumConnections)`): while one batch appends its events
+    /// and waits for its commit's WAL flush, the next does its row work; more at once would each pay a flush of their
+    /// own, serialized on the event-log head. The domain's group commit runs up to this many batches at once,
+    /// grouping callers only beyond it.
     var concurrentWriteTransactions: Int { get }
 
     /// The schema versions: the database's, this binary's, and the migrations the database still needs.

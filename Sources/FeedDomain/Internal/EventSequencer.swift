@@ -3,21 +3,24 @@ internal import Foundation
 
 /// Delivers committed events in seq order, each once, whichever thread or process committed them.
 ///
-/// Committed seqs are dense: `seq` is the `events` row's rowid, allocated as `max + 1` inside the writing
-/// transaction, and pruning removes only the oldest rows and keeps the newest. So a read of "every event after
-/// `s`" at one snapshot is the complete set of events in `(s, last]`, and so is what a writer appended plus the
-/// gap it read from the log inside its transaction. Every source hands the sequencer such a complete **range**:
+/// Committed seqs are dense and in commit order on both backends: on SQLite `seq` is the `events` row's rowid,
+/// allocated as `max + 1` by the single writer; on PostgreSQL it comes from the `event_log_head` row, whose lock an
+/// event-writing transaction holds from its append (its last statement before `COMMIT`) to its commit. Pruning
+/// removes only the oldest rows and keeps the newest. So a read of "every event after `s`" at one snapshot is the
+/// complete set of events in `(s, last]`, and so is what a writer appended plus the gap it read from the log inside
+/// its transaction. Every source hands the sequencer such a complete **range**:
 ///
-/// - a local writer, after `COMMIT` but before it releases the writer connection: its own events, plus the
-///   events between the highest seq already known and its first one (other processes' commits), read in the
-///   same transaction;
+/// - a local writer, right after `COMMIT` (on SQLite while it still holds the writer connection): its own events,
+///   plus the events between the highest seq already known and its first one (other processes' and connections'
+///   commits), read in the same transaction;
 /// - ``FeedService/publishCommittedEvents(batchSize:)`` (the change feed, or an app catching up): the events
 ///   after the highest known seq, read on a reader connection — without the writer's lock, so a local writer
 ///   stuck behind another process's long transaction never holds it up.
 ///
 /// Each new range starts at or below the highest seq known when it was read, so the union of all ranges has no
 /// hole: whatever is known can always be delivered. Ranges may overlap (the change feed may read a local
-/// writer's events before that writer hands them over); the sequencer delivers each seq once, in order.
+/// writer's events before that writer hands them over) and may arrive out of order (two PostgreSQL transactions
+/// commit at once); the sequencer delivers each seq once, in order.
 ///
 /// A failed `COMMIT` hands over nothing, so a seq that was never committed is never marked as delivered, and the
 /// next event that takes it — from this process or another — is delivered.
@@ -29,9 +32,9 @@ internal import Foundation
 /// Two measured shortcuts keep the hand-off off a command's cost. With nobody listening (no subscriber, no logger)
 /// and nothing in flight, a submitted range is delivered as it is handed over, on the committing thread. And a drain
 /// that found nothing more to deliver lingers for ``lingerWindow`` before it gives the executor up, so that a
-/// caller's next command finds it running and wakes no thread (W4, a sink on the bridge, release build on 2 cores,
-/// interleaved, median of 5: 19.6k ops/s without the window, 23.4k with it; before delivery left the committing
-/// thread, 24.5k).
+/// caller's next command finds it running and wakes no thread (`feedsync-bench w4`, a sink on the bridge, release
+/// build on 2 cores, interleaved, median of 5: 19.6k ops/s without the window, 23.4k with it; delivering on the
+/// committing thread instead of an executor, 24.5k: `Docs/decisions/0008-delivery-on-its-own-executor.md`).
 ///
 /// **Bounded memory.** A slow subscriber holds the delivering thread while commits go on. Once the ranges waiting
 /// hold ``limit`` events, further ranges keep only their bounds (merged into one range), and the delivering thread

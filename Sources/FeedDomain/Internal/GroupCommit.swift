@@ -21,7 +21,7 @@ internal import Synchronization
 /// to ``spinWindow``, yielding the processor between polls, and sleeps on its semaphore only if the unit is still
 /// not done. Waking a sleeping thread costs more than such a batch on a virtual machine (the idle processor must be
 /// woken by an interrupt), and while the woken caller is on its way the next batch starts without it: with sleeping
-/// waiters, W7 at 4 threads on 2 cores averaged 1.1 units per transaction, with spinning ones 3.7. Where batches
+/// waiters, W7 at 4 threads on 2 cores averages 1.1 units per transaction, with spinning ones 3.7. Where batches
 /// take longer (PostgreSQL's end with a WAL flush: a millisecond or more), waiters sleep at once. A spinning waiter
 /// holds no lock and only reads an atomic flag; it can delay nobody but the threads that share its processor, and
 /// `sched_yield` hands the processor to them.
@@ -34,7 +34,8 @@ internal import Synchronization
 /// command join this transaction instead of starting the next one. One caller alone never waits. The leader thus
 /// works on its own unit while the others come back, and waits only for the last of them (W7 at 4 threads on
 /// 2 cores: 2.2 units per transaction and 33k ops/s without the wait, 3.6 and 35.6k with it; waiting before
-/// `BEGIN` instead: 3.6 and 31k).
+/// `BEGIN` instead: 3.6 and 31k). The spin and gathering windows together, A/B on SQLite
+/// (`feedsync-bench w7 --threads 4,16`): `Docs/decisions/0002-group-commit.md`.
 ///
 /// **Gathering before `BEGIN`.** Where several write transactions run at once (PostgreSQL), a second call in the
 /// same transaction would take post locks after the log's, the one lock order the backend must keep, so there is no
@@ -245,8 +246,8 @@ final class GroupCommit: Sendable {
     /// Waits, at most ``gatheringWindow``, for as many units as the last batch held, when that was more than one.
     ///
     /// The leader's own unit is not in the queue, so it waits for `lastBatch - 1` queued units. (Waiting for
-    /// `lastBatch` of them, with the leader's own unit outside the queue, made every batch wait out the whole window
-    /// when all callers were already in the batch: W7 at 4 threads lost 13 %.)
+    /// `lastBatch` of them, with the leader's own unit outside the queue, would make every batch wait out the whole
+    /// window when all callers are already in the batch: W7 at 4 threads loses 13 % that way.)
     private func gather() {
         let wanted = queueState.withLock { queue in
             queue.lastBatch > 1 && queue.lastBatchDuration >= Self.gatheringWorthwhile && queue.pending.count < queue.lastBatch - 1

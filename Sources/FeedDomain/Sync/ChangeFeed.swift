@@ -2,24 +2,30 @@ public import FeedPublishers
 internal import FeedCore
 internal import Foundation
 
-/// Brings changes committed by other processes into this process: they reach ``FeedService/bridge``'s publishers
+/// Brings changes committed by other processes (on PostgreSQL, also other machines) into this process: they reach ``FeedService/bridge``'s publishers
 /// (and so every projection) in seq order, each once, together with this process's own.
 ///
-/// A dedicated thread watches the database: it is woken by a file notification on the database's directory
-/// (inotify; every WAL commit writes the `-wal` file) or, failing that, by a timer, and asks a dedicated read-only
-/// connection for `PRAGMA data_version`, which changes when another connection commits. Only then does it read
-/// the log from the last published seq. Nothing runs while nothing changes but one cheap pragma per timer tick.
+/// A dedicated thread watches the database through the backend's change watch, and reads the log from the last
+/// published seq only when the watch says something may have changed:
 ///
-/// A notification can come before the commit it announces is visible: the writer's last `write(2)` to `-wal`
-/// raises it, and only afterwards does the writer publish the commit in the `-shm` index (through `mmap`, which
-/// raises no notification). So after every notification the feed checks again on a short schedule (0.1 ms
-/// rising to 8 ms, about 15 ms in all) before it goes back to the long timer.
+/// - **SQLite**: the thread is woken by a file notification on the database's directory (inotify; every WAL commit
+///   writes the `-wal` file) or, failing that, by a timer, and asks a dedicated read-only connection for
+///   `PRAGMA data_version`, which changes when another connection commits. Nothing runs while nothing changes but
+///   one cheap pragma per timer tick. A notification can come before the commit it announces is visible: the
+///   writer's last `write(2)` to `-wal` raises it, and only afterwards does the writer publish the commit in the
+///   `-shm` index (through `mmap`, which raises no notification). So after every notification the feed checks again
+///   on a short schedule (0.1 ms rising to 8 ms, about 15 ms in all) before it goes back to the long timer.
+/// - **PostgreSQL**: the watch's own connection runs `LISTEN feedsync_events`; writing processes send
+///   `pg_notify` after their commits (from a notifier thread, never inside a writer's transaction). The thread
+///   sleeps on the connection's socket until a notification beyond the last head it read, or the timer; every check
+///   reads `event_log_head`, which is also the connection's ping (a short deadline), so a lost notification costs at
+///   most one poll interval.
 ///
 /// Errors never stop the feed: a `SQLITE_BUSY`, a locked database or an I/O error is reported on ``errors`` and
 /// retried with exponential backoff (up to ``Options/maximumBackoff``), and a pass that failed anywhere makes the next
 /// one read the log whatever the watch says, so a change seen before the failure is published without waiting for a
-/// later commit. On PostgreSQL the watch's connection is pinged with a short deadline, so a connection whose server
-/// vanished (a partition) is replaced within seconds (`Docs/Reliability.md`). The one exception is a database file that
+/// later commit. On PostgreSQL the ping's deadline means a connection whose server vanished (a partition) is
+/// replaced within seconds (`Docs/Reliability.md`). The one exception is a database file that
 /// was deleted or replaced (its device or inode changed): the feed reports ``FeedError/databaseReplaced(path:)``
 /// once on ``errors`` and stops, since it would otherwise keep reading the old file forever.
 ///
@@ -32,10 +38,11 @@ internal import Foundation
 public final class ChangeFeed: Sendable {
     /// How the feed watches the database.
     public struct Options: Sendable {
-        /// The longest time between two checks when no file notification arrives: the latency bound without
-        /// inotify, and the idle tick with it.
+        /// The longest time between two checks when no file notification (SQLite) or `NOTIFY` (PostgreSQL) arrives:
+        /// the latency bound without them, and the idle tick with them.
         public var pollInterval: Duration = .milliseconds(250)
-        /// Whether to use inotify file notifications (Linux) for immediate wake-ups.
+        /// Whether to use inotify file notifications (Linux) for immediate wake-ups on SQLite. PostgreSQL's watch
+        /// always listens for `NOTIFY`.
         public var watchFiles = true
         /// The longest pause between retries after an error.
         public var maximumBackoff: Duration = .seconds(2)
@@ -75,7 +82,7 @@ public final class ChangeFeed: Sendable {
         /// reaches it by reflection cannot cast it to a function type it could call.
         fileprivate var injectFault: (@Sendable (FaultPoint) throws -> Void)?
 
-        /// The defaults: inotify plus a 250 ms timer, backoff up to 2 s.
+        /// The defaults: inotify (SQLite) or `LISTEN` (PostgreSQL) plus a 250 ms timer, backoff up to 2 s.
         public init() {}
     }
 

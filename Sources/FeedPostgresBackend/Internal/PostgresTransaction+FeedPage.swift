@@ -7,8 +7,8 @@ extension PostgresTransaction {
     // The feed page statements. Each caps its rows twice: an inner `LIMIT` that is a constant of the statement's
     // text (the smallest of `pageSizeBuckets` that holds the page) and an outer `LIMIT $4`, the page size, bound.
     // With the bound limit alone PostgreSQL never keeps a generic plan for them: it costs a generic plan's unknown
-    // `LIMIT` at 10 % of the table's matching rows, far above the custom plans for 50 rows, so every page was planned
-    // again (~40 µs a page, measured with libpq alone: 200 µs against 160 µs with a constant limit). Under a
+    // `LIMIT` at 10 % of the table's matching rows, far above the custom plans for 50 rows, so every page would be
+    // planned again (~40 µs a page, measured with libpq alone: 200 µs against 160 µs with a constant limit). Under a
     // constant cap the generic plan costs no more than a custom one and is kept; the outer limit stops the index
     // scan at the page size, so the cap is never read past. The caps are this file's constants, never input.
 
@@ -66,9 +66,9 @@ extension PostgresTransaction {
 
     /// The most likes a viewer may have for a page of `limit` rows to read them into a hash table rather than probe
     /// each row: five per row (250 for a page of 50), where the two forms cost the same. Measured with pgbench on
-    /// W2's database, pages of 50 (ninth session, `Docs/Benchmarks.md`): the set ~17 % faster at ~100 likes, even
-    /// at 250, 10–18 % slower at 500, a third slower at 1,000, a third the speed at 2,000. An unbounded page
-    /// (`limit < 0`) counts as the largest capped one.
+    /// W2's database, pages of 50: the set ~17 % faster at ~100 likes, even at 250, 10–18 % slower at 500, a third
+    /// slower at 1,000, a third the speed at 2,000 (`Docs/decisions/0006-postgresql-like-flag-by-stored-count.md`).
+    /// An unbounded page (`limit < 0`) counts as the largest capped one.
     static func likeSetLimit(forPageLimit limit: Int) -> Int64 {
         5 * Int64(limit >= 0 ? min(limit, Int(Int32.max)) : pageSizeBuckets[pageSizeBuckets.count - 1])
     }

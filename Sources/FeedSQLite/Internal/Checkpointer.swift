@@ -6,8 +6,9 @@ internal import Synchronization
 /// (``CheckpointPolicy/background(pages:limit:)``).
 ///
 /// SQLite's automatic checkpoint runs inside the `COMMIT` that leaves the write-ahead log at 1,000 pages or more:
-/// that commit copies the log's pages into the database file and waits for two `fdatasync`s. The writer of W1 spent
-/// ~20 % of its time there (`Docs/Benchmarks.md`). Here the writer connection's WAL hook replaces that checkpoint:
+/// that commit copies the log's pages into the database file and waits for two `fdatasync`s. The writer of W1 spends
+/// ~20 % of its time there (`feedsync-bench w1 --checkpoint inline`; `Docs/decisions/0003-background-wal-checkpoints.md`).
+/// Here the writer connection's WAL hook replaces that checkpoint:
 ///
 /// - **Threads.** The hook runs on the writer's thread after every commit, with the write lock already released
 ///   (SQLite's contract). At `pages` or more it sets a flag and signals this object's thread — started on the first

@@ -44,9 +44,9 @@ private final class FileNameLease: FeedNameLease {
 
     /// Unlocks, then closes. Closing alone would not release the name while another descriptor shares the open file
     /// description — a child this process forked and that has not yet reached `exec` (which closes it, `O_CLOEXEC`)
-    /// holds one — so the name stayed taken for as long as any thread of the process was spawning a program
-    /// (seen as `subscriberTaken` right after `stop()` in a full, parallel test run). `LOCK_UN` releases the lock of
-    /// the description itself.
+    /// holds one — so the name would stay taken for as long as any thread of the process is spawning a program
+    /// (in a full, parallel test run that shows as `subscriberTaken` right after `stop()`). `LOCK_UN` releases the
+    /// lock of the description itself.
     func release() {
         descriptor.withLock { descriptor in
             guard descriptor >= 0 else { return }
