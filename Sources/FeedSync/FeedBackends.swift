@@ -104,7 +104,8 @@ extension FeedService {
 
     /// Opens (creating and migrating if needed) the SQLite database file at `path` and creates a service over it.
     ///
-    /// Unlike ``init(location:options:bridge:logger:)`` a URL is not recognised here: `path` is always a file.
+    /// Unlike ``init(location:options:bridge:logger:)-(String,_,_,_)`` a URL is not recognised here: `path` is always a
+    /// file.
     public convenience init(path: String, bridge: EventBridge = EventBridge()) throws(FeedError) {
         try self.init(location: FeedLocation.sqliteFile(path: path), bridge: bridge)
     }

@@ -1,4 +1,4 @@
-/// How ``FeedService/init(location:options:bridge:logger:)`` opens a database, on either backend.
+/// How ``FeedService/init(location:options:bridge:logger:)-(String,_,_,_)`` opens a database, on either backend.
 public struct FeedOpenOptions: Sendable, Hashable {
     /// How the schema is treated.
     public enum Mode: Sendable, Hashable {

@@ -1,7 +1,7 @@
 package import Foundation
 
-/// A like command: run through ``FeedService/perform(_:)`` (several in one transaction) and, in a batch, by a backend
-/// (``FeedTransaction/applyLikes(_:)``).
+/// A like command: run through ``FeedService/perform(_:)-6q9yl`` (several in one transaction) and, in a batch, by a
+/// backend (`FeedTransaction.applyLikes(_:)`).
 public struct LikeCommand: Sendable, Hashable {
     /// What the command does.
     public enum Action: String, Sendable, Hashable, CaseIterable {

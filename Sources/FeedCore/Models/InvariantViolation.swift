@@ -1,4 +1,4 @@
-/// One broken invariant found by ``InvariantChecker``.
+/// One broken invariant found by `InvariantChecker`.
 public struct InvariantViolation: Sendable, Hashable, CustomStringConvertible {
     /// Which rule is broken, such as `like-count`.
     public let rule: String

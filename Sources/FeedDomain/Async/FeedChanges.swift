@@ -49,7 +49,7 @@ extension FeedService {
 ///
 /// Errors: ``FeedError/historyPruned(after:prunedThrough:)`` when events the consumer still needs were pruned from
 /// the log (it must rebuild from the tables), ``FeedError/invalidLimit(_:maximum:)`` for a bad
-/// `maximumBatch`, and the errors of ``FeedService/events(after:limit:)``. After an error the iteration is over.
+/// `maximumBatch`, and the errors of ``FeedService/events(after:limit:)-3kiwb``. After an error the iteration is over.
 public struct FeedChanges: AsyncSequence, Sendable {
     /// A batch: one or more events, in seq order, contiguous.
     public typealias Element = [EventRecord]

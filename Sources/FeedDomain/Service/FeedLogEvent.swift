@@ -7,8 +7,8 @@ public typealias FeedLogger = @Sendable (FeedLogEvent) -> Void
 /// One thing worth telling an operator: a change watch that lost its connection or got it back, a durable subscriber
 /// retrying a failed pass, a change stream or the delivery falling back to the log, a slow command.
 ///
-/// Events carry no secret: a database is named by its password-free location (``FeedBackend/location``), and no
-/// bound value or row is logged beyond ids.
+/// Events carry no secret: a database is named by its password-free location (as ``FeedLocation/description`` prints
+/// it), and no bound value or row is logged beyond ids.
 ///
 /// ```swift
 /// var options = FeedOpenOptions()

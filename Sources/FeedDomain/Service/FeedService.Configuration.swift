@@ -2,7 +2,7 @@ extension FeedService {
     /// How a service runs, beyond its database: the async API's thread pool, the log hook and what counts as slow.
     ///
     /// `FeedService(location:options:bridge:logger:)` builds one from ``FeedOpenOptions`` and the logger; pass one
-    /// yourself to ``FeedService/init(backend:bridge:configuration:)``.
+    /// yourself to `FeedService.init(backend:bridge:configuration:)` (package-internal).
     ///
     /// ```swift
     /// var configuration = FeedService.Configuration()

@@ -2,7 +2,7 @@ internal import FeedCore
 internal import Foundation
 
 /// Deterministic bulk sample data: the benchmark data set of `bench/WORKLOADS.md`, loaded through
-/// ``BulkLoader`` (one transaction, reused statements).
+/// `BulkLoader` (one transaction, reused statements).
 ///
 /// Inputs follow the reference definitions exactly: a 64-bit LCG (`state = state · 6364136223846793005 +
 /// 1442695040888963407`, `next(bound) = (state >> 33) % bound`) with seed 1 for post times and seed 2 for likes;

@@ -75,7 +75,7 @@ public final class DurableSubscriber: Sendable {
     ///     transaction.
     ///   - exclusive: hold the name while running, so that one instance at a time — in any process, on any
     ///     machine using the database — runs under it; another instance's ``start()`` or ``catchUp()`` fails with
-    ///     ``FeedError/subscriberTaken(_:)`` until this one stops (``FeedBackend/tryHold(name:)``). By default
+    ///     ``FeedError/subscriberTaken(_:)`` until this one stops (`FeedBackend.tryHold(name:)`). By default
     ///     instances may share a name: they share the cursor and take turns.
     public init(
         name: String,

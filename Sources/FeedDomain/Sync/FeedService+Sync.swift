@@ -3,7 +3,7 @@ public import Foundation
 
 extension FeedService {
     /// Publishes, through ``bridge``, every event committed since the last published one — by any process — in seq
-    /// order, each once: hands them to the delivery executor and returns (``waitForDelivery(through:timeout:)``).
+    /// order, each once: hands them to the delivery executor and returns (``waitForDelivery(through:timeout:)-43d7m``).
     ///
     /// ``ChangeFeed`` calls this whenever the database changes; call it yourself to sync on demand (for example
     /// when an app comes to the foreground). Events this process committed through the service are already
