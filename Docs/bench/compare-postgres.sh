@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# FeedSync on PostgreSQL against PostgreSQL's own benchmark tool (issue 13): pgbench running the W1 toggle and
+# FeedSync on PostgreSQL against PostgreSQL's own benchmark tool: pgbench running the W1 toggle and
 # the W2 page query (Docs/bench/pgbench/*.sql on ../shared/peers/postgres's schema and seed) and feedsync-bench's
 # W1 (1, 4, 16 clients), the hot post, W2, W4, W6, W7 with --db, all on ONE throwaway server
 # (.ci/postgres-server.sh), interleaved A B A B; prints the medians and the ratios ours ÷ pgbench.

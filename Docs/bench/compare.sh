@@ -139,8 +139,8 @@ for r in rows:
     counts[(r["workload"], impl(r))] = counts.get((r["workload"], impl(r)), 0) + 1
 
 if any(r["workload"] == "w7" for r in rows):
-    # Issue 14: W7 at T threads against the peers (goal ≥ 2× GRDB at 4 and 16) and never below our own W1 at
-    # one op per transaction, when W1 ran in the same session.
+    # W7 at T threads against the peers (goal ≥ 2× GRDB at 4 and 16) and never below our own W1 at
+    # one op per transaction, when W1 ran in the same results file.
     w1_ours = med(pick("w1", "feedsync", batch=1), "ops_per_s")
     for t in sorted({r["threads"] for r in rows if r["workload"] == "w7"}):
         o = med(pick("w7", "feedsync", threads=t, writer="group"), "ops_per_s")
@@ -162,7 +162,7 @@ if any(r["workload"] == "w7" for r in rows):
 if any(r["workload"] == "w1" for r in rows):
     for b in (1, 100):
         o = med(pick("w1", "feedsync", batch=b), "ops_per_s")
-        # Issue 14's goals: W1 ≥ 0.8× raw and ≥ 1.0× GRDB (WORKLOADS.md's floor for raw was 0.7×).
+        # Goals: W1 ≥ 0.8× raw and ≥ 1.0× GRDB.
         for peer, goal in (("raw", 0.8), ("grdb", 1.0)):
             p = med(pick("w1", peer, batch=b), "ops_per_s")
             q = ratio(o, p)
@@ -205,7 +205,7 @@ if any(r["workload"] == "w3" for r in rows):
             fmt(q) + "×", "", "")
 if any(r["workload"] == "w4" for r in rows):
     o = med(pick("w4", "feedsync"), "ops_per_s")
-    # Issue 14's goal: W4 ≥ 1.2× GRDB.
+    # Goal: W4 ≥ 1.2× GRDB.
     for peer, goal in (("raw", None), ("grdb", 1.2)):
         p = med(pick("w4", peer), "ops_per_s")
         q = ratio(o, p)
