@@ -22,7 +22,7 @@ internal import Foundation
 ///   its own.
 /// - **The event log**: seqs come from the one-row `event_log_head`, whose row lock — the last lock a transaction
 ///   takes, held from its event append to its commit — orders event-writing commits, so seqs are dense and in
-///   commit order (see ``FeedTransaction/appendEvents(_:)`` and `Docs/Storage.md`).
+///   commit order (see ``FeedTransaction/appendEvent(kind:userID:postID:likeCount:at:)`` and `Docs/Storage.md`).
 /// - **Like batches**: ``FeedTransaction/applyLikes(_:)`` runs a group-commit batch as one call of the
 ///   `feedsync_apply_likes` function (migrations 0003 and 0004): posts, then users, locked in key order, units
 ///   isolated, events last.

@@ -262,33 +262,3 @@ import Testing
             ])
     }
 }
-
-/// `appendEvents` sends several drafts in one statement as bound arrays: the seqs follow the drafts' order and every
-/// value comes back as it went in — quotes, backslashes, braces, commas, `NULL` — because the arrays are values,
-/// never SQL.
-@Suite(.ownThreads) struct AppendEventsTests {
-    @Test func severalDraftsTakeConsecutiveSeqsInOrderAndKeepEveryCharacter() throws {
-        guard let db = try TestDatabase.make("tx_append_events") else { return }
-        let awkward = [#"quote " and backslash \ "#, "{braces},commas", "NULL", "x", "🙂 ünïcode"]
-        let drafts =
-            awkward.enumerated().map { index, text in
-                EventDraft(
-                    kind: index % 2 == 0 ? .liked : .unliked, userID: text, postID: "p\(index)", likeCount: index, at: testTime)
-            } + [EventDraft(kind: .userCreated, userID: "u-null-post", postID: nil, likeCount: nil, at: testTime)]
-        let first = try write(db.backend) { tx in
-            try tx.appendEvents([EventDraft(kind: .userCreated, userID: "before", postID: nil, likeCount: nil, at: testTime)])
-        }
-        #expect(first.map(\.seq) == [1])
-        let appended = try write(db.backend) { tx in try tx.appendEvents(drafts) }
-        #expect(appended.map(\.seq) == Array(2...Int64(1 + drafts.count)))
-        let stored = try db.backend.readOnce { tx in try tx.events(after: 1, limit: nil) }
-        #expect(stored == appended)
-        #expect(stored.map(\.userID) == drafts.map(\.userID))
-        #expect(stored.map(\.postID) == drafts.map(\.postID))
-        #expect(stored.map(\.likeCount) == drafts.map(\.likeCount))
-        #expect(try db.backend.readOnce { tx in try tx.lastSeq() } == Int64(1 + drafts.count))
-        // Nothing to append takes no seq.
-        #expect(try write(db.backend) { tx in try tx.appendEvents([]) }.isEmpty)
-        #expect(try db.backend.readOnce { tx in try tx.lastSeq() } == Int64(1 + drafts.count))
-    }
-}

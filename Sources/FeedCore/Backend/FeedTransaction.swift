@@ -40,24 +40,19 @@ package protocol FeedTransaction: AnyObject {
 
     // MARK: The event log
 
-    /// Appends an event in this transaction and returns it with its seq: ``appendEvents(_:)`` with one draft.
-    ///
-    /// Call it after the transaction's last row change (see ``appendEvents(_:)``).
-    func appendEvent(kind: EventKind, userID: String, postID: String?, likeCount: Int?, at time: Date) throws -> EventRecord
-    /// Appends `drafts` in this transaction, in order, and returns them with their seqs (consecutive, in the
-    /// drafts' order).
+    /// Appends an event in this transaction and returns it with its seq.
     ///
     /// Seqs are dense and in commit order on every backend: once a reader has read through seq P, no event at
     /// or before P ever appears later. A backend whose sequence is taken at insert (PostgreSQL) must make this
     /// true by its own means — on PostgreSQL the `event_log_head` row lock, held from the append to the commit, so
     /// event-writing transactions commit one at a time in seq order (see `Docs/Storage.md`).
     ///
-    /// **Call it last**, after every row change of the transaction, and append once: the log is the last lock an
-    /// event-writing transaction takes. Then the holder of the log's turn waits for nothing but its own commit,
-    /// so no two transactions deadlock on it (PostgreSQL: one holding the head and waiting for a post's row while
-    /// another holds that row and waits for the head), and transactions do their row work in parallel, queueing
-    /// only for the append and the commit. SQLite: its write transactions are one at a time anyway.
-    func appendEvents(_ drafts: [EventDraft]) throws -> [EventRecord]
+    /// **Call it last**, after every row change of the transaction: the log is the last lock an event-writing
+    /// transaction takes. Then the holder of the log's turn waits for nothing but its own commit, so no two
+    /// transactions deadlock on it (PostgreSQL: one holding the head and waiting for a post's row while another holds
+    /// that row and waits for the head), and transactions do their row work in parallel, queueing only for the
+    /// append and the commit. SQLite: its write transactions are one at a time anyway.
+    func appendEvent(kind: EventKind, userID: String, postID: String?, likeCount: Int?, at time: Date) throws -> EventRecord
     /// Applies several callers' like commands in this transaction and returns one result per unit, in order: each
     /// change writes the like, keeps the post's like count and appends one event carrying the count after it.
     ///
@@ -65,7 +60,7 @@ package protocol FeedTransaction: AnyObject {
     /// (``StorageError/userNotFound(_:)``, ``StorageError/postNotFound(_:)``) with nothing of it written, and the
     /// others go on. Any other failure throws, and what the call wrote is then undone only by rolling back (the
     /// caller runs each unit in its own ``savepoint(_:)`` to isolate one). Events are appended after the units' row
-    /// changes, as ``appendEvents(_:)`` requires; the call may be made again in the same transaction when the
+    /// changes, as ``appendEvent(kind:userID:postID:likeCount:at:)`` requires; the call may be made again in the same transaction when the
     /// backend runs one write transaction at a time (``FeedBackend/concurrentWriteTransactions`` is 1).
     ///
     /// SQLite applies the commands one statement at a time on its single writer; PostgreSQL applies the whole call

@@ -37,26 +37,3 @@ public struct EventRecord: Sendable, Hashable, Codable {
         self.at = at
     }
 }
-
-/// An event to append, before the log gave it a seq: see ``FeedTransaction/appendEvents(_:)``.
-package struct EventDraft: Sendable, Hashable {
-    /// What happened.
-    package let kind: EventKind
-    /// The acting user (the liker, the author, or the created user).
-    package let userID: String
-    /// The post concerned; `nil` for ``EventKind/userCreated``.
-    package let postID: String?
-    /// The post's like count after the change, for likes and unlikes.
-    package let likeCount: Int?
-    /// When the change was made.
-    package let at: Date
-
-    /// Creates a draft.
-    package init(kind: EventKind, userID: String, postID: String?, likeCount: Int?, at: Date) {
-        self.kind = kind
-        self.userID = userID
-        self.postID = postID
-        self.likeCount = likeCount
-        self.at = at
-    }
-}

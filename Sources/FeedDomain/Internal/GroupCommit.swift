@@ -289,7 +289,7 @@ final class GroupCommit: Sendable {
                                 let outcomes = try tx.savepoint { try tx.applyLikes([unit.likeUnit]) }
                                 record(outcomes, of: [unit], into: &events)
                             } catch {
-                                unit.outcome = .failure(failure(error))
+                                unit.outcome = .failure(FeedError.wrap(error))
                                 unit.lastSeq = nil
                             }
                         }
@@ -323,7 +323,7 @@ final class GroupCommit: Sendable {
             return false
         } catch {
             // The transaction (or its COMMIT) failed: nothing of the batch committed.
-            let batchFailure = failure(error)
+            let batchFailure = FeedError.wrap(error)
             for unit in batch {
                 if case .failure = unit.outcome {} else { unit.outcome = .failure(batchFailure) }
                 unit.lastSeq = nil
@@ -353,10 +353,5 @@ final class GroupCommit: Sendable {
                 unit.lastSeq = nil
             }
         }
-    }
-
-    /// A unit's failure as its caller sees it.
-    private static func failure(_ error: any Error) -> FeedError {
-        FeedError.wrap(error)
     }
 }

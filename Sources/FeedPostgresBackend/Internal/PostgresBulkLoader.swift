@@ -56,7 +56,7 @@ final class PostgresBulkLoader: FeedBulkLoader {
         self.location = location
         do {
             // The tables first, then the log head, in the order every event-writing transaction takes its locks
-            // (rows, then the head: see `FeedTransaction.appendEvents`). Taking the head first would deadlock with
+            // (rows, then the head: see `FeedTransaction.appendEvent`). Taking the head first would deadlock with
             // a writer that holds a row of these tables and waits for the head. Once the tables are ours, no writer
             // is between its row work and its append on them; the head then waits only for a commit in progress.
             try connection.execute("LOCK TABLE users, posts, likes IN EXCLUSIVE MODE")

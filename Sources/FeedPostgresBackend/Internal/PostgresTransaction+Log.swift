@@ -35,46 +35,6 @@ extension PostgresTransaction {
         return EventRecord(seq: seq, kind: kind, userID: userID, postID: postID, likeCount: likeCount, at: date(millis: stamp))
     }
 
-    /// Appends several events in one statement (one round trip, one head update): the drafts travel as bound
-    /// arrays, unnested in order, and take the seqs after the head's, consecutively.
-    func appendEvents(_ drafts: [EventDraft]) throws -> [EventRecord] {
-        try requireWritable()
-        if drafts.count <= 1 {
-            return try drafts.map { draft in
-                try appendEvent(kind: draft.kind, userID: draft.userID, postID: draft.postID, likeCount: draft.likeCount, at: draft.at)
-            }
-        }
-        let stamps = drafts.map { millis($0.at) }
-        let result = try run(
-            """
-            WITH head AS (
-                UPDATE event_log_head SET last_seq = last_seq + $1::bigint WHERE id = 1 RETURNING last_seq - $1::bigint AS base
-            )
-            INSERT INTO events (seq, kind, user_id, post_id, like_count, at)
-            SELECT head.base + d.n, d.kind, d.user_id, d.post_id, d.like_count, d.at
-            FROM head, unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[])
-                WITH ORDINALITY AS d(kind, user_id, post_id, like_count, at, n)
-            RETURNING seq
-            """,
-            [
-                .integer(Int64(drafts.count)),
-                .text(PostgresArray.text(drafts.map { $0.kind.rawValue })),
-                .text(PostgresArray.text(drafts.map(\.userID))),
-                .text(PostgresArray.text(drafts.map(\.postID))),
-                .text(PostgresArray.integers(drafts.map { $0.likeCount.map(Int64.init) })),
-                .text(PostgresArray.integers(stamps)),
-            ])
-        guard result.rowCount == drafts.count else { throw Self.missingHead }
-        // RETURNING gives no order; the seqs are consecutive from the lowest, in the drafts' order.
-        let first = (0..<result.rowCount).compactMap { result.int64($0, 0) }.min() ?? 0
-        lastAppendedSeq = first + Int64(drafts.count) - 1
-        return drafts.enumerated().map { index, draft in
-            EventRecord(
-                seq: first + Int64(index), kind: draft.kind, userID: draft.userID, postID: draft.postID,
-                likeCount: draft.likeCount, at: date(millis: stamps[index]))
-        }
-    }
-
     static let missingHead = StorageError.database(
         DatabaseFailure(backend: PostgresBackend.name, code: "P0002", message: "the event_log_head row is missing"))
 

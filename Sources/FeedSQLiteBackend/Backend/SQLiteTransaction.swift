@@ -91,14 +91,6 @@ public final class SQLiteTransaction: FeedTransaction {
         try EventLog(connection).append(kind: kind, userID: userID, postID: postID, likeCount: likeCount, at: time)
     }
 
-    /// Appends the drafts one row each; the transaction already holds SQLite's only write lock, so seqs follow.
-    package func appendEvents(_ drafts: [EventDraft]) throws -> [EventRecord] {
-        let log = EventLog(connection)
-        return try drafts.map { draft in
-            try log.append(kind: draft.kind, userID: draft.userID, postID: draft.postID, likeCount: draft.likeCount, at: draft.at)
-        }
-    }
-
     public func events(after seq: Int64, limit: Int?) throws -> [EventRecord] {
         try EventLog(connection).events(after: seq, limit: limit)
     }
