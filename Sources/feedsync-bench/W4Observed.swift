@@ -28,7 +28,7 @@ enum W4Observed {
                 switch event.kind {
                 case .liked: state.ids.insert(postID)
                 case .unliked: state.ids.remove(postID)
-                case .postCreated, .userCreated: break
+                case .postCreated, .userCreated, .likeCountChanged: break
                 }
             }
         }

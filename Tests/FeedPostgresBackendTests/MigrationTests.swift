@@ -25,7 +25,7 @@ import Testing
         #expect(status.databaseVersion == PostgresMigrator.embedded.latestVersion)
         #expect(status.binaryVersion == PostgresMigrator.embedded.latestVersion)
         #expect(status.pending.isEmpty)
-        #expect(PostgresMigrator.embedded.migrations.map(\.version) == [1, 2, 3, 4])
+        #expect(PostgresMigrator.embedded.migrations.map(\.version) == [1, 2, 3, 4, 5])
         let records = try db.admin("SELECT version, checksum FROM schema_migrations ORDER BY version")
         #expect(records.map { $0[0] } == PostgresMigrator.embedded.migrations.map { .integer(Int64($0.version)) })
         #expect(records.map { $0[1] } == PostgresMigrator.embedded.migrations.map { .text($0.checksum) })

@@ -21,6 +21,9 @@ extension CommandRunner {
                 output.notice("· \(TextSanitizer.clean(event.userID)) \(event.kind.rawValue) \(TextSanitizer.clean(postID)) (\(count))")
             case .postCreated:
                 output.notice("· \(TextSanitizer.clean(event.userID)) posted \(TextSanitizer.clean(postID))")
+            case .likeCountChanged:
+                let count = event.likeCount.map { $0 == 1 ? "1 like" : "\($0) likes" } ?? ""
+                output.notice("· \(TextSanitizer.clean(postID)) now has \(count)")
             case .userCreated:
                 break
             }

@@ -10,6 +10,9 @@ public enum EventKind: String, Sendable, Hashable, Codable, CaseIterable {
     case postCreated
     /// A user was created.
     case userCreated
+    /// On a replica: the post's like count changed through likes of other users, whose ids a replica never receives
+    /// (``EventRecord/userID`` is empty).
+    case likeCountChanged
 }
 
 /// One row of the append-only event log.
@@ -18,11 +21,11 @@ public struct EventRecord: Sendable, Hashable, Codable {
     public let seq: Int64
     /// What happened.
     public let kind: EventKind
-    /// The acting user (the liker, the author, or the created user).
+    /// The acting user (the liker, the author, or the created user); empty for ``EventKind/likeCountChanged``.
     public let userID: String
     /// The post concerned; `nil` for ``EventKind/userCreated``.
     public let postID: String?
-    /// The post's like count after the change, for likes and unlikes.
+    /// The post's like count after the change, for likes, unlikes and count changes.
     public let likeCount: Int?
     /// When the change was committed.
     public let at: Date

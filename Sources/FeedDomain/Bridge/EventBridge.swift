@@ -58,7 +58,7 @@ public final class EventBridge: Sendable {
                 switch event.kind {
                 case .liked: if let postID = event.postID { likeEvent.send(.liked(postID: postID)) }
                 case .unliked: if let postID = event.postID { likeEvent.send(.unliked(postID: postID)) }
-                case .postCreated, .userCreated: break
+                case .postCreated, .userCreated, .likeCountChanged: break
                 }
             }
         }

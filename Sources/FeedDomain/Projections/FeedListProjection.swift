@@ -155,11 +155,11 @@ public final class FeedListProjection: Sendable {
     private static func apply(_ event: EventRecord, to state: inout State) -> [Effect] {
         guard let postID = event.postID else { return [] }
         switch event.kind {
-        case .liked, .unliked:
+        case .liked, .unliked, .likeCountChanged:
             if let index = state.posts.firstIndex(where: { $0.id == postID }), let count = event.likeCount {
                 state.posts[index].likeCount = count
             }
-            if event.userID == state.viewerID {
+            if event.kind != .likeCountChanged, event.userID == state.viewerID {
                 if event.kind == .liked { state.likedPostIDs.insert(postID) } else { state.likedPostIDs.remove(postID) }
             }
             return []

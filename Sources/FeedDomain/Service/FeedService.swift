@@ -28,8 +28,8 @@ public final class FeedService: Sendable {
     /// The largest page a feed query returns.
     public static let maximumPageSize = 1000
 
-    private let date: DateGenerator
-    private let uuid: UUIDGenerator
+    let date: DateGenerator
+    let uuid: UUIDGenerator
     /// Viewers' integer keys by text id. Users are never deleted and their keys never change, so a key, once read,
     /// stays true; the cache is bounded and simply cleared when full.
     private let userKeys = Locked<[String: Int64]>([:])
@@ -44,6 +44,8 @@ public final class FeedService: Sendable {
     let blockingPool: BlockingExecutor
     /// Open or closed, and the tasks waiting in ``run()``.
     let lifecycle = ServiceLifecycle()
+    /// Set when the database is a replica: its commands then queue mutations for the source (`Docs/Replicas.md`).
+    let replicaIdentity = Locked<ReplicaIdentity?>(nil)
 
     /// Creates a service over an open backend.
     ///
@@ -69,6 +71,9 @@ public final class FeedService: Sendable {
         do {
             let last = try backend.readOnce { tx in try tx.lastSeq() }
             bridge.sequencer.setBaseline(last)
+            // A database of an older schema opened without migrating has no replica table: it is no replica.
+            let identity = try? backend.readOnce { tx in try ReplicaTables.identity(in: tx) }
+            replicaIdentity.withLock { $0 = identity ?? nil }
             attachDeliveryLog()
         } catch {
             throw FeedError.wrap(error)
@@ -84,6 +89,9 @@ public final class FeedService: Sendable {
     public func createUser(id: String, name: String = "") throws(FeedError) -> User {
         try validateID(id, field: "user id")
         try validate(name, field: "user name", Validation.checkName)
+        if replicaIdentity.withLock({ $0 }) != nil {
+            throw FeedError.invalidValue(field: "user id", value: id, reason: "a replica cannot create users; create them on its source")
+        }
         let now = date.now
         return try commit(value: id) { tx, events in
             let user = try tx.insertUser(id: id, name: name, at: now)
@@ -106,10 +114,12 @@ public final class FeedService: Sendable {
         try validateID(postID, field: "post id")
         try validateID(authorID, field: "author id")
         try validate(body, field: "post text", Validation.checkBody)
+        let replica = try replicaActing(as: authorID)
         let now = date.now
         return try commit(value: postID) { tx, events in
             let post = try tx.insertPost(id: postID, authorID: authorID, body: body, at: now)
             events.append(try tx.appendEvent(kind: .postCreated, userID: authorID, postID: postID, likeCount: nil, at: now))
+            if let replica { try ReplicaTables(tx, identity: replica, now: now).enqueue(.createPost, postID: postID, body: body) }
             return post
         }
     }
@@ -153,6 +163,7 @@ public final class FeedService: Sendable {
             try validateID(command.postID, field: "post id")
         }
         guard !commands.isEmpty else { return [] }
+        if let replica = replicaIdentity.withLock({ $0 }) { return try performOnReplica(commands, replica: replica) }
         let unit = group.run(commands, now: date.now)
         switch unit.outcome {
         case .success(let results):

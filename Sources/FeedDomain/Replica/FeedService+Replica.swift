@@ -1,0 +1,201 @@
+internal import FeedCore
+internal import FeedDependencies
+public import Foundation
+
+/// A replica's side: local commands that queue mutations, the steps a sync applies, and the replica's status.
+extension FeedService {
+    /// What a replica database says about its sync: `nil` for a database that is not a replica.
+    ///
+    /// - Throws: ``FeedError`` when the database cannot be read.
+    public func replicaStatus() throws(FeedError) -> ReplicaStatus? {
+        try checkOpen()
+        guard let identity = replicaIdentity.withLock({ $0 }) else { return nil }
+        do {
+            return try backend.read { tx in
+                let tables = ReplicaTables(tx, identity: identity, now: date.now)
+                let counts = try tables.counts()
+                let row = try tx.fetch("SELECT synced_seq, last_sync_at, last_error FROM replica_state WHERE id = 1", [])[0]
+                let rejected = try tx.fetch(
+                    "SELECT number, rejected FROM replica_mutations WHERE rejected IS NOT NULL ORDER BY number DESC LIMIT 20", []
+                ).map { SyncRejection(number: $0[0].integer ?? 0, reason: $0[1].text ?? "") }
+                return ReplicaStatus(
+                    replicaOf: Self.redacted(identity.source), user: identity.userID, clientID: identity.clientID,
+                    pendingChanges: counts.pending, rejectedChanges: counts.rejected, lastSyncedSeq: row[0].integer ?? 0,
+                    lastSyncAt: row[1].integer.map { Date(timeIntervalSince1970: Double($0) / 1000) }, lastError: row[2].text,
+                    recentRejections: rejected)
+            }
+        } catch {
+            throw FeedError.wrap(error)
+        }
+    }
+
+    /// Makes this empty database a replica of `source` for `userID`; the first sync fills it with a snapshot.
+    ///
+    /// - Throws: ``FeedError/invalidValue(field:value:reason:)`` when the database has data or is a replica already.
+    package func makeReplica(of source: String, userID: String, clientID: String) throws(FeedError) {
+        try validateID(userID, field: "user id")
+        try validateID(clientID, field: "client id")
+        try checkOpen()
+        guard replicaIdentity.withLock({ $0 }) == nil else {
+            throw FeedError.invalidValue(field: "database", value: backend.location, reason: "it is a replica already")
+        }
+        let identity = ReplicaIdentity(source: source, userID: userID, clientID: clientID)
+        _ = try commit(value: nil, command: "replica init") { tx, _ in
+            let counts = try tx.counts()
+            guard counts.users == 0, counts.posts == 0, counts.events == 0 else {
+                throw StorageError.constraintViolation(field: "database", reason: "a replica starts empty; this database has data")
+            }
+            try tx.execute(
+                "INSERT INTO replica_state (id, source, user_id, client_id) VALUES (1, $1, $2, $3)",
+                [.text(source), .text(userID), .text(clientID)])
+        }
+        replicaIdentity.withLock { $0 = identity }
+    }
+
+    /// The replica's identity when the database is one, after checking that `userID` is its user.
+    func replicaActing(as userID: String) throws(FeedError) -> ReplicaIdentity? {
+        guard let identity = replicaIdentity.withLock({ $0 }) else { return nil }
+        guard identity.userID == userID else {
+            throw FeedError.invalidValue(
+                field: "user id", value: userID, reason: "this replica acts only as \(FeedError.quoted(identity.userID))")
+        }
+        return identity
+    }
+
+    /// Like commands on a replica: applied locally at once, each queued as intent in the same transaction.
+    func performOnReplica(_ commands: [LikeCommand], replica: ReplicaIdentity) throws(FeedError) -> [LikeResult] {
+        for command in commands { _ = try replicaActing(as: command.userID) }
+        let now = date.now
+        return try commit(value: commands.count == 1 ? commands[0].postID : nil, command: "perform") { tx, events in
+            let tables = ReplicaTables(tx, identity: replica, now: now)
+            for command in commands { try tables.keepBase(of: command.postID) }
+            let outcomes: [LikeOutcome]
+            switch try tx.applyLikes([LikeUnit(operations: commands, at: now)])[0] {
+            case .success(let list): outcomes = list
+            case .failure(let error): throw error
+            }
+            var results: [LikeResult] = []
+            for (command, outcome) in zip(commands, outcomes) {
+                if let event = outcome.event { events.append(event) }
+                try tables.enqueue(outcome.liked ? .like : .unlike, postID: command.postID)
+                results.append(
+                    LikeResult(
+                        postID: command.postID, userID: command.userID, liked: outcome.liked, likeCount: outcome.likeCount,
+                        changed: outcome.event != nil, seq: outcome.event?.seq))
+            }
+            return results
+        }
+    }
+
+    // MARK: - Steps of a sync
+
+    /// The pending mutations not yet acknowledged, oldest first, and the replica's cursor.
+    func replicaOutbox(limit: Int) throws(FeedError) -> (identity: ReplicaIdentity, cursor: ReplicaTables.Cursor, mutations: [SyncMutation]) {
+        try checkOpen()
+        guard let identity = replicaIdentity.withLock({ $0 }) else { throw FeedError.invalidValue(field: "database", value: backend.location, reason: "not a replica") }
+        do {
+            return try backend.read { tx in
+                let tables = ReplicaTables(tx, identity: identity, now: date.now)
+                let cursor = try tables.cursor()
+                return (identity, cursor, try tables.pending(after: cursor.pushedThrough, limit: limit))
+            }
+        } catch {
+            throw FeedError.wrap(error)
+        }
+    }
+
+    /// Applies a push's answer: rejected mutations leave the queue's pending part, and later pushes start after the
+    /// acknowledged number.
+    func applyPushResponse(_ response: PushResponse, identity: ReplicaIdentity) throws(FeedError) {
+        let now = date.now
+        _ = try commit(value: nil, command: "sync push") { tx, events in
+            let tables = ReplicaTables(tx, identity: identity, now: now)
+            events += try tables.reject(response.rejected)
+            try tables.recordPush(through: response.lastMutation)
+        }
+    }
+
+    /// Applies one pull step in one transaction: the source's changes (or snapshot), the cursor, and the queue's
+    /// confirmed mutations leave it.
+    ///
+    /// - Returns: `false` when the replica's cursor moved since the pull was asked (another sync applied a step
+    ///   meanwhile): nothing was applied.
+    func applyPullStep(_ response: PullResponse, after cursor: Int64?, identity: ReplicaIdentity) throws(FeedError) -> Bool {
+        let now = date.now
+        return try commit(value: nil, command: "sync pull") { tx, events in
+            let tables = ReplicaTables(tx, identity: identity, now: now)
+            guard try tables.cursor().syncedSeq == cursor else { return false }
+            if let snapshot = response.snapshot {
+                for user in snapshot.users { events += try tables.addUser(id: user.id, name: user.name, createdAt: user.createdAt) }
+                for post in snapshot.posts {
+                    events += try tables.addPost(id: post.id, authorID: post.authorID, body: post.body, createdAt: post.createdAt)
+                    events += try tables.reconcile(post.id, confirmedLiked: post.liked, confirmedCount: post.likeCount)
+                }
+            }
+            for change in response.changes {
+                switch change.kind {
+                case .user:
+                    events += try tables.addUser(id: change.userID ?? "", name: change.name ?? "", createdAt: change.at)
+                case .post:
+                    events += try tables.addPost(
+                        id: change.postID ?? "", authorID: change.userID ?? "", body: change.body ?? "", createdAt: change.at)
+                case .like:
+                    events += try tables.reconcile(change.postID ?? "", confirmedLiked: change.liked, confirmedCount: change.likeCount)
+                case .likeCount:
+                    events += try tables.reconcile(change.postID ?? "", confirmedCount: change.likeCount)
+                }
+            }
+            if let number = response.lastMutation { events += try tables.confirm(through: number) }
+            try tables.recordPull(through: response.through, bulkGeneration: response.bulkGeneration)
+            return true
+        }
+    }
+
+    /// The replica's own last seq (its local log, not the source's).
+    func lastLocalSeq() throws(FeedError) -> Int64 {
+        do {
+            return try backend.readOnce { tx in try tx.lastSeq() }
+        } catch {
+            throw FeedError.wrap(error)
+        }
+    }
+
+    /// Records why the last sync failed (shown by ``replicaStatus()``), or clears it.
+    func recordSyncError(_ message: String?) {
+        _ = try? backend.write(
+            { tx in try tx.execute("UPDATE replica_state SET last_error = $1 WHERE id = 1", [message.map { .text($0) } ?? .null]) },
+            afterCommit: { _ in })
+    }
+
+    /// A location without its password: `postgresql://app:secret@db/feed` → `postgresql://app@db/feed`.
+    static func redacted(_ location: String) -> String {
+        guard let components = URLComponents(string: location), components.scheme != nil, components.password != nil else {
+            return location
+        }
+        var copy = components
+        copy.password = nil
+        return copy.string ?? location
+    }
+}
+
+/// Where a replica stands: what ``FeedService/replicaStatus()`` returns and `feedsync status` prints.
+public struct ReplicaStatus: Sendable, Hashable, Codable {
+    /// The source's location, without its password.
+    public let replicaOf: String
+    /// The user the replica acts as.
+    public let user: String
+    /// The replica's client id at the source.
+    public let clientID: String
+    /// Local writes the source has not confirmed yet.
+    public let pendingChanges: Int
+    /// Local writes the source refused for good.
+    public let rejectedChanges: Int
+    /// The source seq the replica's state reflects (0 before the first sync).
+    public let lastSyncedSeq: Int64
+    /// When the last pull completed.
+    public let lastSyncAt: Date?
+    /// Why the last sync failed, or `nil` when it succeeded.
+    public let lastError: String?
+    /// The latest refusals, newest first (at most 20).
+    public let recentRejections: [SyncRejection]
+}

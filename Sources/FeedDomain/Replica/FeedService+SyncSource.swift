@@ -1,0 +1,242 @@
+internal import FeedCore
+internal import FeedDependencies
+internal import Foundation
+
+/// The source's side of the replica protocol: applying pushes exactly once and answering pulls.
+///
+/// A push runs in write transactions of the service (each a run of likes or a run of new posts, in number order);
+/// each records the client's highest applied number, and the log's last seq at that commit, in `sync_clients` in
+/// the same transaction as the change — so a number is applied at most once, whatever happens to the answer. A pull
+/// is one read transaction: its changes, cursor and the client's confirmed number come from one snapshot.
+extension FeedService {
+    func applyPush(_ request: PushRequest, userID: String) throws(SyncError) -> PushResponse {
+        try Self.checkVersion(request.version)
+        try Self.checkSyncID(request.clientID, field: "client id")
+        try Self.checkSyncID(userID, field: "user id")
+        guard request.mutations.count <= SyncProtocol.maximumPushSize else {
+            throw .invalidRequest("a push carries at most \(SyncProtocol.maximumPushSize) mutations, not \(request.mutations.count)")
+        }
+        var previous: Int64 = 0
+        for mutation in request.mutations {
+            guard mutation.number > previous else {
+                throw .invalidRequest("mutation numbers must be positive and strictly increasing (\(mutation.number) after \(previous))")
+            }
+            previous = mutation.number
+        }
+        var last: Int64 = 0
+        var start = request.mutations.startIndex
+        while start < request.mutations.endIndex {
+            let posts = request.mutations[start].kind == .createPost
+            var end = start
+            while end < request.mutations.endIndex, (request.mutations[end].kind == .createPost) == posts { end += 1 }
+            last = max(last, try applyPushRun(Array(request.mutations[start..<end]), clientID: request.clientID, userID: userID))
+            start = end
+        }
+        do {
+            return try backend.read { tx in
+                let state = try Self.clientState(request.clientID, in: tx)
+                if let owner = state?.userID, owner != userID { throw SourceRefusal.anotherUser }
+                var rejected: [SyncRejection] = []
+                if let first = request.mutations.first?.number, let highest = request.mutations.last?.number {
+                    let rows = try tx.fetch(
+                        "SELECT mutation, reason FROM sync_rejections WHERE client_id = $1 AND mutation BETWEEN $2 AND $3 ORDER BY mutation",
+                        [.text(request.clientID), .integer(first), .integer(highest)])
+                    rejected = rows.map { SyncRejection(number: $0[0].integer ?? 0, reason: $0[1].text ?? "") }
+                }
+                return PushResponse(lastMutation: max(last, state?.lastMutation ?? 0), rejected: rejected)
+            }
+        } catch SourceRefusal.anotherUser {
+            throw .clientOfAnotherUser(clientID: request.clientID)
+        } catch {
+            throw SyncError.wrap(FeedError.wrap(error))
+        }
+    }
+
+    /// Applies one run of mutations of one kind (likes and unlikes, or new posts) in one transaction; returns the
+    /// client's highest handled number afterwards.
+    private func applyPushRun(_ run: [SyncMutation], clientID: String, userID: String) throws(SyncError) -> Int64 {
+        let now = date.now
+        let millis = Self.millis(now)
+        do {
+            return try commit(value: nil, command: "sync push") { tx, events in
+                try tx.execute(
+                    "INSERT INTO sync_clients (client_id, user_id, updated_at) VALUES ($1, $2, $3) ON CONFLICT (client_id) DO NOTHING",
+                    [.text(clientID), .text(userID), .integer(millis)])
+                // The row lock (PostgreSQL) orders two pushes of one client: the second sees the first's numbers.
+                let rows = try tx.fetch(
+                    "UPDATE sync_clients SET updated_at = $2 WHERE client_id = $1 RETURNING user_id, last_mutation",
+                    [.text(clientID), .integer(millis)])
+                guard let row = rows.first, row[0].text == userID else {
+                    throw StorageError.constraintViolation(field: "client id", reason: "belongs to another user")
+                }
+                let handled = row[1].integer ?? 0
+                let fresh = run.filter { $0.number > handled }
+                guard let highest = fresh.last?.number else { return handled }
+                var rejected: [(Int64, String)] = []
+                var valid: [SyncMutation] = []
+                for mutation in fresh {
+                    if let reason = Self.invalidity(of: mutation) { rejected.append((mutation.number, reason)) } else { valid.append(mutation) }
+                }
+                if run[0].kind == .createPost {
+                    var created: [SyncMutation] = []
+                    for mutation in valid {
+                        do {
+                            _ = try tx.savepoint { try tx.insertPost(id: mutation.postID, authorID: userID, body: mutation.body ?? "", at: now) }
+                            created.append(mutation)
+                        } catch let error as StorageError where FeedError(error).category == .data {
+                            rejected.append((mutation.number, FeedError(error, value: mutation.postID).description))
+                        }
+                    }
+                    // Events last, after every row change (FeedTransaction.appendEvent).
+                    for mutation in created {
+                        events.append(try tx.appendEvent(kind: .postCreated, userID: userID, postID: mutation.postID, likeCount: nil, at: now))
+                    }
+                } else {
+                    let units = valid.map { mutation in
+                        LikeUnit(
+                            operations: [LikeCommand(mutation.kind == .like ? .like : .unlike, userID: userID, postID: mutation.postID)],
+                            at: now)
+                    }
+                    for (mutation, result) in zip(valid, try tx.applyLikes(units)) {
+                        switch result {
+                        case .success(let outcomes): events.append(contentsOf: outcomes.compactMap(\.event))
+                        case .failure(let error): rejected.append((mutation.number, FeedError(error, value: mutation.postID).description))
+                        }
+                    }
+                }
+                for (number, reason) in rejected {
+                    try tx.execute(
+                        "INSERT INTO sync_rejections (client_id, mutation, reason, at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                        [.text(clientID), .integer(number), .text(reason), .integer(millis)])
+                }
+                try tx.execute(
+                    "UPDATE sync_clients SET last_mutation = $2, last_mutation_seq = $3 WHERE client_id = $1",
+                    [.text(clientID), .integer(highest), .integer(try tx.lastSeq())])
+                return highest
+            }
+        } catch {
+            if case .invalidValue(field: "client id", _, _) = error { throw .clientOfAnotherUser(clientID: clientID) }
+            throw SyncError.wrap(error)
+        }
+    }
+
+    func answerPull(_ request: PullRequest, userID: String) throws(SyncError) -> PullResponse {
+        try Self.checkVersion(request.version)
+        try Self.checkSyncID(request.clientID, field: "client id")
+        try Self.checkSyncID(userID, field: "user id")
+        if let after = request.after, after < 0 { throw .invalidRequest("the cursor must not be negative") }
+        guard request.bulkGeneration >= 0 else { throw .invalidRequest("the bulk generation must not be negative") }
+        let limit = request.limit ?? 1_000
+        guard (1...SyncProtocol.maximumPullSize).contains(limit) else {
+            throw .invalidRequest("the limit must be 1 to \(SyncProtocol.maximumPullSize), not \(limit)")
+        }
+        do {
+            return try backend.read { tx in
+                guard let viewerKey = try tx.userKey(for: userID) else { throw SourceRefusal.unknownUser }
+                let client = try Self.clientState(request.clientID, in: tx)
+                if let owner = client?.userID, owner != userID { throw SourceRefusal.anotherUser }
+                let baseline = try tx.replayBaseline()
+                let head = try tx.lastSeq()
+                let position = request.after.map { SubscriberPosition(lastSeq: $0, bulkGeneration: request.bulkGeneration) }
+                if let position, position.lastSeq <= head, baseline.rebuildPoint(for: position) == nil {
+                    let events = try tx.events(after: position.lastSeq, limit: limit)
+                    let through = events.last?.seq ?? position.lastSeq
+                    let confirmed = client.flatMap { $0.lastMutationSeq <= through ? $0.lastMutation : nil }
+                    return PullResponse(
+                        changes: try events.map { try Self.change(for: $0, viewer: userID, in: tx) }, snapshot: nil, resync: false,
+                        through: through, bulkGeneration: baseline.bulkGeneration, hasMore: events.count == limit,
+                        lastMutation: confirmed.flatMap { $0 > 0 ? $0 : nil })
+                }
+                let users = try tx.allUsers().map { SyncSnapshot.User(id: $0.id, name: $0.name, createdAt: Self.millis($0.createdAt)) }
+                let rows = try tx.feedPage(viewerKey: viewerKey, before: nil, limit: Int(Int32.max))
+                let posts = rows.reversed().map { row in
+                    SyncSnapshot.Post(
+                        id: row.post.id, authorID: row.post.authorID, body: row.post.body,
+                        createdAt: Self.millis(row.post.createdAt), likeCount: row.post.likeCount, liked: row.liked)
+                }
+                return PullResponse(
+                    changes: [], snapshot: SyncSnapshot(users: users, posts: posts), resync: request.after != nil,
+                    through: head, bulkGeneration: baseline.bulkGeneration, hasMore: false,
+                    lastMutation: client.flatMap { $0.lastMutation > 0 ? $0.lastMutation : nil })
+            }
+        } catch SourceRefusal.anotherUser {
+            throw .clientOfAnotherUser(clientID: request.clientID)
+        } catch SourceRefusal.unknownUser {
+            throw .unknownUser(userID)
+        } catch {
+            throw SyncError.wrap(FeedError.wrap(error))
+        }
+    }
+
+    // MARK: - Helpers
+
+    private enum SourceRefusal: Error {
+        case anotherUser, unknownUser
+    }
+
+    private struct ClientState {
+        let userID: String
+        let lastMutation: Int64
+        let lastMutationSeq: Int64
+    }
+
+    private static func clientState(_ clientID: String, in tx: any FeedTransaction) throws -> ClientState? {
+        let rows = try tx.fetch(
+            "SELECT user_id, last_mutation, last_mutation_seq FROM sync_clients WHERE client_id = $1", [.text(clientID)])
+        guard let row = rows.first else { return nil }
+        return ClientState(userID: row[0].text ?? "", lastMutation: row[1].integer ?? 0, lastMutationSeq: row[2].integer ?? 0)
+    }
+
+    /// How the replica's user sees one event of the source.
+    private static func change(for event: EventRecord, viewer: String, in tx: any FeedTransaction) throws -> SyncChange {
+        let at = millis(event.at)
+        switch event.kind {
+        case .userCreated:
+            let name = try tx.fetch("SELECT name FROM users WHERE id = $1", [.text(event.userID)]).first?[0].text ?? ""
+            return SyncChange(seq: event.seq, kind: .user, userID: event.userID, name: name, at: at)
+        case .postCreated:
+            let post = try tx.post(id: event.postID ?? "")
+            return SyncChange(
+                seq: event.seq, kind: .post, userID: event.userID, postID: event.postID, body: post?.body ?? "",
+                likeCount: post == nil ? nil : 0, at: at)
+        case .liked, .unliked:
+            if event.userID == viewer {
+                return SyncChange(
+                    seq: event.seq, kind: .like, postID: event.postID, liked: event.kind == .liked, likeCount: event.likeCount, at: at)
+            }
+            return SyncChange(seq: event.seq, kind: .likeCount, postID: event.postID, likeCount: event.likeCount, at: at)
+        case .likeCountChanged:
+            return SyncChange(seq: event.seq, kind: .likeCount, postID: event.postID, likeCount: event.likeCount, at: at)
+        }
+    }
+
+    /// Why a mutation can never apply (a malformed id or text), or `nil`.
+    private static func invalidity(of mutation: SyncMutation) -> String? {
+        do {
+            try Validation.checkID(mutation.postID, field: "post id")
+            if mutation.kind == .createPost {
+                guard let body = mutation.body else { return "a new post needs a body" }
+                try Validation.checkBody(body)
+            } else if mutation.body != nil {
+                return "only a new post has a body"
+            }
+            return nil
+        } catch {
+            return FeedError(error, value: mutation.postID).description
+        }
+    }
+
+    static func checkVersion(_ version: Int) throws(SyncError) {
+        guard version == SyncProtocol.version else { throw .unsupportedVersion(version) }
+    }
+
+    static func checkSyncID(_ id: String, field: String) throws(SyncError) {
+        do {
+            try Validation.checkID(id, field: field)
+        } catch {
+            throw .invalidRequest(FeedError(error, value: id).description)
+        }
+    }
+
+    static func millis(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
+}
