@@ -4,7 +4,8 @@ public import FeedSQLite
 /// Checks a FeedSync database: SQLite's integrity check plus the invariants the schema and code promise.
 ///
 /// - `integrity`: `PRAGMA integrity_check` and `PRAGMA foreign_key_check` are clean.
-/// - `like-count`: every post's `like_count` equals its like rows.
+/// - `like-count`: every post's `like_count` equals its like rows — on a replica, which holds only its user's likes
+///   and the source's counts, is at least its like rows, and every like row is the replica user's (`replica-likes`).
 /// - `log-order`: seqs are strictly increasing and gap-free from the first retained to the last.
 /// - `log-replay`: when the log is complete (never pruned, never bulk-loaded), replaying its likes and unlikes from
 ///   an empty set gives exactly the likes table.
@@ -28,16 +29,27 @@ public struct InvariantChecker {
                 found.append(
                     InvariantViolation(rule: "integrity", detail: "foreign key violation in \(row.string(at: 0)) row \(row.int64(at: 1))"))
             }
+            let replicaUser = try isReplica() ? try db.fetchOne("SELECT user_id FROM replica_state WHERE id = 1") { $0.string(at: 0) } : nil
             try db.makeStatement(
                 """
                 SELECT p.id, p.like_count, (SELECT count(*) FROM likes l WHERE l.post_key = p.post_key) AS actual
-                FROM posts p WHERE p.like_count <> actual ORDER BY p.post_key
+                FROM posts p WHERE \(replicaUser == nil ? "p.like_count <> actual" : "p.like_count < actual") ORDER BY p.post_key
                 """
             ).forEachRow { row in
                 found.append(
                     InvariantViolation(
                         rule: "like-count",
                         detail: "post \"\(row.string(at: 0))\" has like_count \(row.int64(at: 1)) but \(row.int64(at: 2)) like rows"))
+            }
+            if let replicaUser {
+                try db.makeStatement(
+                    "SELECT u.id, count(*) FROM likes l JOIN users u ON u.user_key = l.user_key WHERE u.id <> ? GROUP BY u.id"
+                ).forEachRow(replicaUser) { row in
+                    found.append(
+                        InvariantViolation(
+                            rule: "replica-likes",
+                            detail: "a replica of \"\(replicaUser)\" holds \(row.int64(at: 1)) likes of \"\(row.string(at: 0))\""))
+                }
             }
             var previous: Int64?
             try db.makeStatement("SELECT seq FROM events ORDER BY rowid").forEachRow { row in
@@ -69,6 +81,14 @@ public struct InvariantChecker {
             }
         }
         return found
+    }
+
+    /// Whether the database is a replica (`replica_state` has its row).
+    public func isReplica() throws -> Bool {
+        try db.mapErrors {
+            try db.fetchInt64("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'replica_state'") == 1
+                && db.fetchInt64("SELECT count(*) FROM replica_state") == 1
+        }
     }
 
     /// Whether the log still holds every change since the database was created (never pruned or bulk-loaded).

@@ -262,8 +262,8 @@ import Testing
                 } else {
                     worker.step("seq \(event.seq) (\(event.kind)) on \(thread): recorded")
                 }
-            case .userCreated:
-                worker.step("seq \(event.seq) (userCreated) on \(thread): recorded")
+            case .userCreated, .likeCountChanged:
+                worker.step("seq \(event.seq) (\(event.kind)) on \(thread): recorded")
             }
         }
     }

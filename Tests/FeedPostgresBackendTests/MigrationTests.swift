@@ -48,7 +48,7 @@ import Testing
         #expect(EmbeddedMigrationFile.postgresqlChecksums.count == EmbeddedMigrationFile.postgresql.count)
         #expect(
             EmbeddedMigrationFile.all.map(\.fileName) == [
-                "0001_create_schema.sql", "0002_bulk_load_baseline.sql", "0003_like_counts_in_code.sql",
+                "0001_create_schema.sql", "0002_bulk_load_baseline.sql", "0003_like_counts_in_code.sql", "0004_sync.sql",
             ])
     }
 
