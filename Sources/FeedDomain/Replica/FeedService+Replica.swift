@@ -29,6 +29,12 @@ extension FeedService {
         }
     }
 
+    /// Where this replica syncs from (with any password, to connect), as whom, under which client id; `nil` for a
+    /// database that is not a replica.
+    package var replicaLink: (source: String, userID: String, clientID: String)? {
+        replicaIdentity.withLock { $0 }.map { ($0.source, $0.userID, $0.clientID) }
+    }
+
     /// Makes this empty database a replica of `source` for `userID`; the first sync fills it with a snapshot.
     ///
     /// - Throws: ``FeedError/invalidValue(field:value:reason:)`` when the database has data or is a replica already.
