@@ -202,9 +202,13 @@ struct ReplicaTables {
         return [try tx.appendEvent(kind: .userCreated, userID: id, postID: nil, likeCount: nil, at: at)]
     }
 
-    /// Adds a post the source has, unless it is here (a post this replica created, now confirmed).
+    /// Adds a post the source has, unless it is here. A post this replica created, now confirmed, takes the source's
+    /// creation time (the source's clock orders the feed); among posts of the same millisecond it keeps its place.
     func addPost(id: String, authorID: String, body: String, createdAt: Int64) throws -> [EventRecord] {
-        guard try tx.post(id: id) == nil else { return [] }
+        if try tx.post(id: id) != nil {
+            try tx.execute("UPDATE posts SET created_at = $2 WHERE id = $1 AND created_at <> $2", [.text(id), .integer(createdAt)])
+            return []
+        }
         var events = try addUser(id: authorID, name: "", createdAt: createdAt)
         let at = Date(timeIntervalSince1970: Double(createdAt) / 1000)
         _ = try tx.insertPost(id: id, authorID: authorID, body: body, at: at)
