@@ -200,3 +200,10 @@ extension FeedService {
         try await onPool { () throws(FeedError) in try self.pruneEvents(olderThan: date) }
     }
 }
+
+extension FeedService {
+    /// A replica's sync status, without blocking the calling task's thread: the async form of ``replicaStatus()``.
+    public func replicaStatus() async throws(FeedError) -> ReplicaStatus? {
+        try await (BlockingExecutor.override ?? blockingPool).run { () throws(FeedError) in try self.replicaStatus() }
+    }
+}

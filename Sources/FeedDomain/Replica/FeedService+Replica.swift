@@ -96,9 +96,12 @@ extension FeedService {
     // MARK: - Steps of a sync
 
     /// The pending mutations not yet acknowledged, oldest first, and the replica's cursor.
-    func replicaOutbox(limit: Int) throws(FeedError) -> (identity: ReplicaIdentity, cursor: ReplicaTables.Cursor, mutations: [SyncMutation]) {
+    func replicaOutbox(limit: Int) throws(FeedError) -> (identity: ReplicaIdentity, cursor: ReplicaTables.Cursor, mutations: [SyncMutation])
+    {
         try checkOpen()
-        guard let identity = replicaIdentity.withLock({ $0 }) else { throw FeedError.invalidValue(field: "database", value: backend.location, reason: "not a replica") }
+        guard let identity = replicaIdentity.withLock({ $0 }) else {
+            throw FeedError.invalidValue(field: "database", value: backend.location, reason: "not a replica")
+        }
         do {
             return try backend.read { tx in
                 let tables = ReplicaTables(tx, identity: identity, now: date.now)

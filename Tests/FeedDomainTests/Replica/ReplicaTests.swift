@@ -62,12 +62,14 @@ import Testing
         defer { world.close() }
         let transport = world.transport(for: "alice")
         let response = try await transport.push(
-            PushRequest(clientID: "c1", mutations: [
-                SyncMutation(number: 1, kind: .like, postID: "nope"),
-                SyncMutation(number: 2, kind: .like, postID: "p1"),
-                SyncMutation(number: 3, kind: .createPost, postID: "p1", body: "taken"),
-                SyncMutation(number: 4, kind: .createPost, postID: "bad id!", body: "x"),
-            ]))
+            PushRequest(
+                clientID: "c1",
+                mutations: [
+                    SyncMutation(number: 1, kind: .like, postID: "nope"),
+                    SyncMutation(number: 2, kind: .like, postID: "p1"),
+                    SyncMutation(number: 3, kind: .createPost, postID: "p1", body: "taken"),
+                    SyncMutation(number: 4, kind: .createPost, postID: "bad id!", body: "x"),
+                ]))
         #expect(response.lastMutation == 4)
         #expect(response.rejected.map(\.number) == [1, 3, 4])
         #expect(response.rejected[0].reason == #"no post "nope""#)
@@ -170,13 +172,17 @@ struct ReplicaWorld: Sendable {
         // Newest first; a post the replica created keeps its local place among posts of the same millisecond.
         func rows(_ service: FeedService) throws -> [String] {
             try service.feedPage(viewerID: user, limit: 1000).rows
-                .map { "\(Int64($0.post.createdAt.timeIntervalSince1970 * 1000)) \($0.post.id) ❤️\($0.post.likeCount)\($0.liked ? " liked" : "")" }
+                .map {
+                    "\(Int64($0.post.createdAt.timeIntervalSince1970 * 1000)) \($0.post.id) ❤️\($0.post.likeCount)\($0.liked ? " liked" : "")"
+                }
                 .sorted(by: >)
         }
         let mine = try rows(replica.service)
         let theirs = try rows(source)
         let differences = zip(mine, theirs).filter { $0 != $1 }.prefix(5).map { "replica \($0) / source \($1)" }
-        #expect(mine.count == theirs.count && differences.isEmpty, "\(mine.count) vs \(theirs.count) posts; \(differences)", sourceLocation: sourceLocation)
+        #expect(
+            mine.count == theirs.count && differences.isEmpty, "\(mine.count) vs \(theirs.count) posts; \(differences)",
+            sourceLocation: sourceLocation)
         #expect(try replica.service.check().isEmpty, sourceLocation: sourceLocation)
     }
 

@@ -10,9 +10,11 @@ import Testing
 /// clients bound to one user, and a following replica that sees the source's changes and pushes its own by itself.
 @Suite(.ownThreads) struct SyncProtocolTests {
     @Test func messagesRoundTripThroughJSONWithMillisecondTimes() throws {
-        let push = PushRequest(clientID: "c1", mutations: [
-            SyncMutation(number: 1, kind: .like, postID: "p1"), SyncMutation(number: 2, kind: .createPost, postID: "p9", body: "hi"),
-        ])
+        let push = PushRequest(
+            clientID: "c1",
+            mutations: [
+                SyncMutation(number: 1, kind: .like, postID: "p1"), SyncMutation(number: 2, kind: .createPost, postID: "p9", body: "hi"),
+            ])
         let json = try String(decoding: JSONEncoder().encode(push), as: UTF8.self)
         #expect(json.contains(#""version":1"#) && json.contains(#""kind":"createPost""#))
         #expect(try JSONDecoder().decode(PushRequest.self, from: Data(json.utf8)) == push)
@@ -32,8 +34,11 @@ import Testing
         let cases: [(String, SyncEndpoint.Route, String, Int)] = [
             ("not JSON", .push, "{", 400),
             ("another version", .push, #"{"version":2,"clientID":"c1","mutations":[]}"#, 400),
-            ("numbers going back", .push,
-             #"{"version":1,"clientID":"c1","mutations":[{"number":2,"kind":"like","postID":"p1"},{"number":1,"kind":"like","postID":"p2"}]}"#, 400),
+            (
+                "numbers going back", .push,
+                #"{"version":1,"clientID":"c1","mutations":[{"number":2,"kind":"like","postID":"p1"},{"number":1,"kind":"like","postID":"p2"}]}"#,
+                400
+            ),
             ("a zero number", .push, #"{"version":1,"clientID":"c1","mutations":[{"number":0,"kind":"like","postID":"p1"}]}"#, 400),
             ("a bad client id", .push, #"{"version":1,"clientID":"","mutations":[]}"#, 400),
             ("an unknown kind", .push, #"{"version":1,"clientID":"c1","mutations":[{"number":1,"kind":"smash","postID":"p1"}]}"#, 400),
@@ -47,7 +52,8 @@ import Testing
             #expect(error["code"] == "invalidRequest" || error["code"] == "unsupportedVersion", "\(label): \(error)")
         }
         let oversized = PushRequest(
-            clientID: "c1", mutations: (1...Int64(SyncProtocol.maximumPushSize + 1)).map { SyncMutation(number: $0, kind: .like, postID: "p1") })
+            clientID: "c1",
+            mutations: (1...Int64(SyncProtocol.maximumPushSize + 1)).map { SyncMutation(number: $0, kind: .like, postID: "p1") })
         await #expect(throws: SyncError.self) { try await endpoint.push(oversized, userID: "alice") }
         #expect(try await world.source.status().lastSeq == before, "nothing was written")
         #expect(try world.source.firstColumn("SELECT count(*) FROM sync_clients") == [.integer(0)])
@@ -58,12 +64,15 @@ import Testing
             userID: "alice")
         #expect(first.status == 200)
         for route in SyncEndpoint.Route.allCases {
-            let body = route == .push ? #"{"version":1,"clientID":"c1","mutations":[{"number":2,"kind":"unlike","postID":"p1"}]}"# :
-                #"{"version":1,"clientID":"c1","after":0,"bulkGeneration":0}"#
+            let body =
+                route == .push
+                ? #"{"version":1,"clientID":"c1","mutations":[{"number":2,"kind":"unlike","postID":"p1"}]}"#
+                : #"{"version":1,"clientID":"c1","after":0,"bulkGeneration":0}"#
             let stolen = await endpoint.respond(to: route, body: Data(body.utf8), userID: "bob")
             #expect(stolen.status == 403, "\(route)")
         }
-        let unknown = await endpoint.respond(to: .pull, body: Data(#"{"version":1,"clientID":"c2","bulkGeneration":0}"#.utf8), userID: "zed")
+        let unknown = await endpoint.respond(
+            to: .pull, body: Data(#"{"version":1,"clientID":"c2","bulkGeneration":0}"#.utf8), userID: "zed")
         #expect(unknown.status == 403)
         #expect(try await world.source.likedPostIDs(userID: "alice") == ["p1"])
         #expect(try await world.source.likedPostIDs(userID: "bob").isEmpty)
@@ -97,18 +106,21 @@ import Testing
         let following = Task { try await phone.sync.follow() }
         defer { following.cancel() }
         try await world.source.like(userID: "bob", postID: "p1")
-        #expect(await eventually { (try? phone.service.post(id: "p1", viewerID: "alice").post.likeCount) == 1 }, "the source's like arrived")
+        #expect(
+            await holds(within: 10) { (try? phone.service.post(id: "p1", viewerID: "alice").post.likeCount) == 1 },
+            "the source's like arrived")
         try await phone.service.like(userID: "alice", postID: "p2")
-        #expect(await eventually { (try? world.source.likedPostIDs(userID: "alice")) == ["p2"] }, "the local like reached the source")
-        #expect(await eventually { (try? phone.service.replicaStatus()?.pendingChanges) == 0 }, "and was confirmed")
+        #expect(
+            await holds(within: 10) { (try? world.source.likedPostIDs(userID: "alice")) == ["p2"] }, "the local like reached the source")
+        #expect(await holds(within: 10) { (try? phone.service.replicaStatus()?.pendingChanges) == 0 }, "and was confirmed")
         following.cancel()
         try await following.value
     }
 }
 
-/// Polls `predicate` until it holds or 10 s passed.
-func eventually(_ predicate: @Sendable () async -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + .seconds(10)
+/// Polls `predicate` until it holds or `seconds` passed; returns whether it held.
+func holds(within seconds: Double, _ predicate: @Sendable () async -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
     while ContinuousClock.now < deadline {
         if await predicate() { return true }
         try? await Task.sleep(for: .milliseconds(5))
