@@ -202,7 +202,7 @@ extension FeedService {
 }
 
 extension FeedService {
-    /// A replica's sync status, without blocking the calling task's thread: the async form of ``replicaStatus()``.
+    /// A replica's sync status, without blocking the calling task's thread: the async form of ``replicaStatus()-9h5rz``.
     public func replicaStatus() async throws(FeedError) -> ReplicaStatus? {
         try await (BlockingExecutor.override ?? blockingPool).run { () throws(FeedError) in try self.replicaStatus() }
     }

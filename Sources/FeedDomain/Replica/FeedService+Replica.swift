@@ -187,7 +187,7 @@ extension FeedService {
     }
 }
 
-/// Where a replica stands: what ``FeedService/replicaStatus()`` returns and `feedsync status` prints.
+/// Where a replica stands: what ``FeedService/replicaStatus()-9h5rz`` returns and `feedsync status` prints.
 public struct ReplicaStatus: Sendable, Hashable, Codable {
     /// The source's location, without its password.
     public let replicaOf: String

@@ -10,7 +10,7 @@ internal import Foundation
 /// ```
 ///
 /// A request that fails with a transient error (``SyncError/isTransient``) is retried with exponential backoff
-/// (``RetryPolicy``); every other failure ends the call, is recorded in ``FeedService/replicaStatus()`` and thrown.
+/// (``RetryPolicy``); every other failure ends the call, is recorded in ``FeedService/replicaStatus()-9h5rz`` and thrown.
 /// Nothing is lost either way: each step commits locally in one transaction, and the source applies each mutation
 /// once however often it is sent. Two syncs of one replica at a time (two processes) are safe: a pull step applies
 /// only over the cursor it was asked from.

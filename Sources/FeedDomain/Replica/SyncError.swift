@@ -14,7 +14,7 @@ public enum SyncError: Error, Sendable, Hashable {
     /// The source cannot be reached or is busy for now (connection refused or lost, a timeout, a lock held too long);
     /// retrying later may succeed. Nothing was lost: the replica keeps its queue.
     case unavailable(String)
-    /// The local database is not a replica (``FeedService/replicaStatus()`` is `nil`).
+    /// The local database is not a replica (``FeedService/replicaStatus()-9h5rz`` is `nil`).
     case notAReplica
     /// A database failed for another reason.
     case feed(FeedError)
