@@ -29,6 +29,8 @@ public final class Connection {
     /// Whether this connection was opened read-only.
     public let isReadOnly: Bool
     var statementCache: [StatementKey: Statement] = [:]
+    /// How many statements ``cachedStatement(_:)`` holds prepared.
+    public var cachedStatementCount: Int { statementCache.count }
     /// The last few cached statements looked up, by where their SQL text's bytes are stored (see
     /// ``cachedStatement(_:)``).
     var recentStatements: [(address: UnsafeRawPointer, count: Int, sql: String, statement: Statement)] = []

@@ -70,6 +70,7 @@ extension FeedService {
                     throw StorageError.constraintViolation(field: "client id", reason: "belongs to another user")
                 }
                 let handled = row[1].integer ?? 0
+                guard try tx.userKey(for: userID) != nil else { throw StorageError.userNotFound(userID) }
                 let fresh = run.filter { $0.number > handled }
                 guard let highest = fresh.last?.number else { return handled }
                 var rejected: [(Int64, String)] = []
@@ -99,15 +100,19 @@ extension FeedService {
                             try tx.appendEvent(kind: .postCreated, userID: userID, postID: mutation.postID, likeCount: nil, at: now))
                     }
                 } else {
-                    let units = valid.map { mutation in
-                        LikeUnit(
-                            operations: [LikeCommand(mutation.kind == .like ? .like : .unlike, userID: userID, postID: mutation.postID)],
-                            at: now)
+                    // Posts are never deleted, so the ones found here stay found: the likes of known posts then go
+                    // as one unit (one statement on PostgreSQL), and the others are rejected.
+                    let known = try Self.existingPosts(Set(valid.map(\.postID)), in: tx)
+                    for mutation in valid where !known.contains(mutation.postID) {
+                        rejected.append((mutation.number, FeedError.postNotFound(mutation.postID).description))
                     }
-                    for (mutation, result) in zip(valid, try tx.applyLikes(units)) {
-                        switch result {
+                    let operations = valid.filter { known.contains($0.postID) }.map {
+                        LikeCommand($0.kind == .like ? .like : .unlike, userID: userID, postID: $0.postID)
+                    }
+                    if !operations.isEmpty {
+                        switch try tx.applyLikes([LikeUnit(operations: operations, at: now)])[0] {
                         case .success(let outcomes): events.append(contentsOf: outcomes.compactMap(\.event))
-                        case .failure(let error): rejected.append((mutation.number, FeedError(error, value: mutation.postID).description))
+                        case .failure(let error): throw error
                         }
                     }
                 }
@@ -123,6 +128,7 @@ extension FeedService {
             }
         } catch {
             if case .invalidValue(field: "client id", _, _) = error { throw .clientOfAnotherUser(clientID: clientID) }
+            if case .userNotFound(let id) = error { throw .unknownUser(id) }
             throw SyncError.wrap(error)
         }
     }
@@ -192,6 +198,20 @@ extension FeedService {
             "SELECT user_id, last_mutation, last_mutation_seq FROM sync_clients WHERE client_id = $1", [.text(clientID)])
         guard let row = rows.first else { return nil }
         return ClientState(userID: row[0].text ?? "", lastMutation: row[1].integer ?? 0, lastMutationSeq: row[2].integer ?? 0)
+    }
+
+    /// Which of `ids` name a post, asked a hundred at a time with one statement text (unused places repeat an id).
+    private static func existingPosts(_ ids: Set<String>, in tx: any FeedTransaction) throws -> Set<String> {
+        let chunk = 100
+        let sql = "SELECT id FROM posts WHERE id IN (" + (1...chunk).map { "$\($0)" }.joined(separator: ", ") + ")"
+        var found = Set<String>()
+        let all = ids.sorted()
+        for start in stride(from: 0, to: all.count, by: chunk) {
+            let slice = all[start..<min(start + chunk, all.count)]
+            let arguments = (0..<chunk).map { DatabaseValue.text(slice[slice.startIndex + min($0, slice.count - 1)]) }
+            for row in try tx.fetch(sql, arguments) { if let id = row[0].text { found.insert(id) } }
+        }
+        return found
     }
 
     /// How the replica's user sees one event of the source.

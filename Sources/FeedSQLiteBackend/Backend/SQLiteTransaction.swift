@@ -159,16 +159,30 @@ public final class SQLiteTransaction: FeedTransaction {
             return connection.changes
         }
         return try connection.mapErrors {
-            let statement = try connection.makeStatement(sql)
+            let statement = try statement(for: sql)
             try statement.bind(numbered: arguments.map(Self.bindable))
             while try statement.step() {}
             return connection.changes
         }
     }
 
+    /// The most statements the connection's cache may hold for SQL passed to ``execute(_:_:)`` and ``fetch(_:_:)``
+    /// to be cached too; FeedSync's own are about fifty.
+    static let cachedStatementLimit = 256
+
+    /// A prepared statement for SQL of yours: from the connection's cache (a replica's and a handler's statements are
+    /// a few fixed texts, run again and again), unless the cache is full — then prepared for this call only, so SQL
+    /// built anew for each call can never grow the cache without end.
+    private func statement(for sql: String) throws(SQLiteError) -> Statement {
+        guard connection.cachedStatementCount < Self.cachedStatementLimit else { return try connection.makeStatement(sql) }
+        let statement = try connection.cachedStatement(sql)
+        statement.reset()
+        return statement
+    }
+
     public func fetch(_ sql: String, _ arguments: [DatabaseValue]) throws -> [[DatabaseValue]] {
         try connection.mapErrors {
-            let statement = try connection.makeStatement(sql)
+            let statement = try statement(for: sql)
             try statement.bind(numbered: arguments.map(Self.bindable))
             var rows: [[DatabaseValue]] = []
             while try statement.step() {
