@@ -275,6 +275,25 @@ import Testing
         #expect(try feedsync(home.file("none.sqlite"), "like", "post1").status == 64, "a missing user is reported before the database")
     }
 
+    // MARK: - Help
+
+    @Test func helpAndCompletionsListTheReplicaCommands() throws {
+        let overview = try CLIRun.run(["--help"], environment: environment())
+        #expect(overview.stdout.contains("\n  replica init  Make a new or empty SQLite database a replica"))
+        #expect(overview.stdout.contains("\n  sync          Sync a replica with its source"))
+        let group = try CLIRun.run(["replica", "--help"], environment: environment())
+        #expect(group.status == 0 && group.stdout.contains("Usage: feedsync replica <command> [options]"))
+        let sync = try CLIRun.run(["sync", "--help"], environment: environment())
+        #expect(
+            sync.stdout.hasPrefix(
+                "Sync a replica with its source: push its local changes, then pull the source's.\n\nUsage: feedsync sync [--follow]\n"))
+        #expect(sync.stdout.contains("75 the source unreachable"))
+        let like = try CLIRun.run(["like", "--help"], environment: environment())
+        #expect(like.stdout.contains("On a replica it defaults to the replica's user"))
+        let bash = try CLIRun.run(["completions", "bash"], environment: environment())
+        for word in ["replica", "sync", "--from", "--follow"] { #expect(bash.stdout.contains(word), "\(word)") }
+    }
+
     // MARK: - sync --follow
 
     @Test(arguments: TestBackend.allCases)

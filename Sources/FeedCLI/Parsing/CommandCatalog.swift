@@ -52,7 +52,8 @@ enum CommandCatalog {
             path: ["feed"], summary: "Show the feed, newest first, with ❤️ on the posts the viewer likes.",
             arguments: [],
             options: [limit, OptionSpec(name: "before", valueName: "CURSOR", help: "Continue after this cursor (a page's nextCursor).")],
-            needsUser: false, notes: ["Without --user the feed is anonymous (nothing is marked liked)."],
+            needsUser: false,
+            notes: ["Without --user the feed is anonymous (nothing is marked liked); on a replica it is the replica's user's."],
             database: .reads),
         CommandSpec(
             path: ["show"], summary: "Show one post: text, author, time, likes, and whether the viewer likes it.",
