@@ -23,22 +23,29 @@ struct CommandContext: Sendable {
     /// Opens the database as ``openService(create:follows:)`` does, for a command that acts as a user, and resolves
     /// that user with ``actingUser(on:required:)``.
     ///
-    /// When the database cannot be opened and a `required` user is missing, the missing user is the error (64), as
-    /// on any command line that lacks one: the database only matters once the command line is complete.
+    /// A `required` user that is missing is the error (64), as on any command line that lacks one, unless the
+    /// database is a replica — found out without writing anything (``isReplica()``).
     func openService(follows: Bool = false, actingUser required: Bool) throws(CLIError) -> (FeedService, String?) {
-        let service: FeedService
-        do {
-            service = try openService(create: false, follows: follows)
-        } catch {
-            if required, settings.userID == nil { throw CLIError(ParserError.missingUser(command: commandName)) }
-            throw error
-        }
+        if required, settings.userID == nil, !isReplica() { throw CLIError(ParserError.missingUser(command: commandName)) }
+        let service = try openService(create: false, follows: follows)
         do {
             return (service, try actingUser(on: service, required: required))
         } catch {
             service.close()
             throw error
         }
+    }
+
+    /// Whether the database is a replica, read without migrating or writing anything; `false` when it cannot be
+    /// read (the command's own open then reports why).
+    func isReplica() -> Bool {
+        guard let backend = try? openBackend(mode: .inspect) else { return false }
+        guard let service = try? FeedService(backend: backend) else {
+            backend.close()
+            return false
+        }
+        defer { service.close() }
+        return service.replicaLink != nil
     }
 
     /// The user a command acts as on `service`: on a replica, the replica's user — the default, and the only one

@@ -32,13 +32,8 @@ extension CommandRunner {
     /// `post add [--author ID] [--id POSTID] TEXT`: prints the new id. On a replica the author is the replica's user.
     func postAdd(_ command: PostAddCommand) throws(CLIError) -> ExitCode {
         let missingAuthor = ParserError.missingOption(option: "author", command: "post add")
-        let service: FeedService
-        do {
-            service = try context.openService(create: false)
-        } catch {
-            if command.authorID == nil { throw CLIError(missingAuthor) }
-            throw error
-        }
+        if command.authorID == nil, !context.isReplica() { throw CLIError(missingAuthor) }
+        let service = try context.openService(create: false)
         defer { service.close() }  // on SQLite the last connection to close checkpoints the WAL
         let author = try context.replicaDefault(on: service, given: command.authorID, origin: "--author") { missingAuthor } ?? ""
         let post = try attempt { () throws(FeedError) in
