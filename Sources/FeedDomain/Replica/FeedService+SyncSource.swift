@@ -75,13 +75,19 @@ extension FeedService {
                 var rejected: [(Int64, String)] = []
                 var valid: [SyncMutation] = []
                 for mutation in fresh {
-                    if let reason = Self.invalidity(of: mutation) { rejected.append((mutation.number, reason)) } else { valid.append(mutation) }
+                    if let reason = Self.invalidity(of: mutation) {
+                        rejected.append((mutation.number, reason))
+                    } else {
+                        valid.append(mutation)
+                    }
                 }
                 if run[0].kind == .createPost {
                     var created: [SyncMutation] = []
                     for mutation in valid {
                         do {
-                            _ = try tx.savepoint { try tx.insertPost(id: mutation.postID, authorID: userID, body: mutation.body ?? "", at: now) }
+                            _ = try tx.savepoint {
+                                try tx.insertPost(id: mutation.postID, authorID: userID, body: mutation.body ?? "", at: now)
+                            }
                             created.append(mutation)
                         } catch let error as StorageError where FeedError(error).category == .data {
                             rejected.append((mutation.number, FeedError(error, value: mutation.postID).description))
@@ -89,7 +95,8 @@ extension FeedService {
                     }
                     // Events last, after every row change (FeedTransaction.appendEvent).
                     for mutation in created {
-                        events.append(try tx.appendEvent(kind: .postCreated, userID: userID, postID: mutation.postID, likeCount: nil, at: now))
+                        events.append(
+                            try tx.appendEvent(kind: .postCreated, userID: userID, postID: mutation.postID, likeCount: nil, at: now))
                     }
                 } else {
                     let units = valid.map { mutation in

@@ -63,7 +63,9 @@ public final class ReplicaSync: Sendable {
     /// A sync of `replica` through `transport`.
     ///
     /// - Throws: ``SyncError/notAReplica`` when the database is not a replica.
-    public init(replica: FeedService, transport: any SyncTransport, retry: RetryPolicy = .standard, batchSize: Int = 1_000) throws(SyncError) {
+    public init(
+        replica: FeedService, transport: any SyncTransport, retry: RetryPolicy = .standard, batchSize: Int = 1_000
+    ) throws(SyncError) {
         guard replica.replicaIdentity.withLock({ $0 }) != nil else { throw .notAReplica }
         self.replica = replica
         self.transport = transport
@@ -96,7 +98,7 @@ public final class ReplicaSync: Sendable {
             do {
                 report = try await sync()
                 delay = retry.initialDelay
-            } catch where error.isTransient {
+            } catch  where error.isTransient {
                 try? await Task.sleep(for: delay)
                 delay = min(delay * 2, retry.maximumDelay)
                 continue
@@ -166,7 +168,7 @@ public final class ReplicaSync: Sendable {
         while true {
             do {
                 return try await request()
-            } catch where error.isTransient && attempt < retry.attempts && !Task.isCancelled {
+            } catch  where error.isTransient && attempt < retry.attempts && !Task.isCancelled {
                 try? await Task.sleep(for: delay)
                 delay = min(delay * 2, retry.maximumDelay)
                 attempt += 1
