@@ -6,23 +6,25 @@ enum HelpSnapshots {
         Usage: feedsync <command> [options]
 
         Commands:
-          init         Create or migrate the database; prints its path and schema version.
-          status       Show the database's path, schema version, pending migrations, counts and last seq.
-          user add     Create a user.
-          user list    List the users, ordered by id.
-          post add     Create a post; prints its id.
-          feed         Show the feed, newest first, with ❤️ on the posts the viewer likes.
-          show         Show one post: text, author, time, likes, and whether the viewer likes it.
-          like         Like a post (liking a liked post changes nothing).
-          unlike       Take a like back (unliking an unliked post changes nothing).
-          toggle       Like the post if the user does not like it yet, else take the like back.
-          events       Print the event log, oldest first.
-          watch        Show the feed and keep it current while other processes change it.
-          app          The interactive feed → detail → like → back flow (reads commands from stdin).
-          seed         Fill an empty database with deterministic sample data through the bulk path.
-          check        Check integrity and invariants; exit status 1 lists each violation.
-          demo         Play the feed → detail → like → back flow on sample data, with narration.
-          completions  Print the completion script for a shell (bash, zsh or fish) on stdout.
+          init          Create or migrate the database; prints its path and schema version.
+          status        Show the database's path, schema version, pending migrations, counts and last seq.
+          user add      Create a user.
+          user list     List the users, ordered by id.
+          post add      Create a post; prints its id.
+          feed          Show the feed, newest first, with ❤️ on the posts the viewer likes.
+          show          Show one post: text, author, time, likes, and whether the viewer likes it.
+          like          Like a post (liking a liked post changes nothing).
+          unlike        Take a like back (unliking an unliked post changes nothing).
+          toggle        Like the post if the user does not like it yet, else take the like back.
+          events        Print the event log, oldest first.
+          watch         Show the feed and keep it current while other processes change it.
+          app           The interactive feed → detail → like → back flow (reads commands from stdin).
+          seed          Fill an empty database with deterministic sample data through the bulk path.
+          check         Check integrity and invariants; exit status 1 lists each violation.
+          replica init  Make a new or empty SQLite database a replica of another database for one user, and sync it once.
+          sync          Sync a replica with its source: push its local changes, then pull the source's.
+          demo          Play the feed → detail → like → back flow on sample data, with narration.
+          completions   Print the completion script for a shell (bash, zsh or fish) on stdout.
 
         Global options (anywhere on the line):
           --db PATH   The database: a SQLite file or a PostgreSQL URL (default: $FEEDSYNC_DB, else the per-user data directory).
@@ -33,7 +35,7 @@ enum HelpSnapshots {
           --version   Show the version.
 
         Environment: FEEDSYNC_DB, FEEDSYNC_USER, NO_COLOR, XDG_DATA_HOME, FEEDSYNC_BUSY_TIMEOUT_MS.
-        Exit status: 0 ok, 1 check found violations, 64 usage, 65 data, 66 history pruned, 74 database or I/O, 75 busy.
+        Exit status: 0 ok, 1 check found violations, 64 usage, 65 data, 66 history pruned, 74 database or I/O, 75 busy or unreachable.
 
         Start with 'feedsync demo'. See 'feedsync <command> --help' for details.
 

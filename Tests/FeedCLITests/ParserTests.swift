@@ -39,7 +39,9 @@ import Testing
         Failure(arguments: ["like"], error: .missingArgument(name: "POST", command: "like")),
         Failure(arguments: ["user", "add"], error: .missingArgument(name: "ID", command: "user add")),
         Failure(arguments: ["post", "add", "--author", "a"], error: .missingArgument(name: "TEXT", command: "post add")),
-        Failure(arguments: ["post", "add", "hello"], error: .missingOption(option: "author", command: "post add")),
+        Failure(arguments: ["replica", "init", "--user", "a"], error: .missingOption(option: "from", command: "replica init")),
+        Failure(arguments: ["replica"], error: .missingSubcommand(group: "replica")),
+        Failure(arguments: ["sync", "--follow=1"], error: .flagWithValue(option: "follow", value: "1", command: "sync")),
         Failure(arguments: ["feed", "--limit", "0"], error: .invalidNumber(option: "limit", value: "0", range: 1...1000, command: "feed")),
         Failure(
             arguments: ["feed", "--limit", "-5"], error: .invalidNumber(option: "limit", value: "-5", range: 1...1000, command: "feed")),

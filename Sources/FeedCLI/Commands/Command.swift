@@ -15,4 +15,6 @@ enum Command: Sendable, Hashable {
     case check
     case demo
     case completions(CompletionShell)
+    case replicaInit(ReplicaInitCommand)
+    case sync(SyncCommand)
 }

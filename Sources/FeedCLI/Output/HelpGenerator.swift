@@ -23,7 +23,7 @@ enum HelpGenerator {
                 + ["", "Global options (anywhere on the line):"] + optionLines(CommandCatalog.globalOptions)
                 + [
                     "", "Environment: FEEDSYNC_DB, FEEDSYNC_USER, NO_COLOR, XDG_DATA_HOME, FEEDSYNC_BUSY_TIMEOUT_MS.",
-                    "Exit status: 0 ok, 1 check found violations, 64 usage, 65 data, 66 history pruned, 74 database or I/O, 75 busy.",
+                    "Exit status: 0 ok, 1 check found violations, 64 usage, 65 data, 66 history pruned, 74 database or I/O, 75 busy or unreachable.",
                     "", "Start with 'feedsync demo'. See 'feedsync <command> --help' for details.",
                 ])
     }
@@ -38,6 +38,7 @@ enum HelpGenerator {
         }
         if command.needsUser {
             text += ["", "Acts as --user ID (or $FEEDSYNC_USER), which is required."]
+            if command.actsAsReplicaUser { text += ["On a replica it defaults to the replica's user, the only one allowed."] }
         }
         if !command.notes.isEmpty {
             text += [""] + command.notes

@@ -44,15 +44,45 @@ enum JSONShapes {
 
     /// `{"path","backend","schemaVersion","binarySchemaVersion","pendingMigrations","users","posts","likes","events",
     /// "lastSeq"}`; `path` is the file, or the URL without its password.
-    static func status(_ status: StatusReport) -> JSONValue {
+    /// On a replica the keys of ``replicaStatus(_:)`` follow.
+    static func status(_ status: StatusReport, replica: ReplicaStatus? = nil) -> JSONValue {
         let count: (Int?) -> JSONValue = { $0.map(JSONValue.number) ?? .null }
-        return .object([
-            ("path", .string(status.path)), ("backend", .string(status.backend)),
-            ("schemaVersion", .number(status.schemaVersion)),
-            ("binarySchemaVersion", .number(status.binarySchemaVersion)),
-            ("pendingMigrations", .number(status.pendingMigrations.count)), ("users", count(status.counts?.users)),
-            ("posts", count(status.counts?.posts)), ("likes", count(status.counts?.likes)),
-            ("events", count(status.counts?.events)), ("lastSeq", status.counts.map { JSONValue.int($0.lastSeq) } ?? .null),
+        return .object(
+            [
+                ("path", .string(status.path)), ("backend", .string(status.backend)),
+                ("schemaVersion", .number(status.schemaVersion)),
+                ("binarySchemaVersion", .number(status.binarySchemaVersion)),
+                ("pendingMigrations", .number(status.pendingMigrations.count)), ("users", count(status.counts?.users)),
+                ("posts", count(status.counts?.posts)), ("likes", count(status.counts?.likes)),
+                ("events", count(status.counts?.events)), ("lastSeq", status.counts.map { JSONValue.int($0.lastSeq) } ?? .null),
+            ] + (replica.map(replicaStatus) ?? []))
+    }
+
+    /// `{"pushed","pulled","rejected","pendingChanges","lastSyncedSeq"}`.
+    static func syncReport(_ report: ReplicaSync.Report) -> JSONValue {
+        .object([
+            ("pushed", .number(report.pushed)), ("pulled", .number(report.pulled)), ("rejected", .number(report.rejected)),
+            ("pendingChanges", .number(report.pendingChanges)), ("lastSyncedSeq", .int(report.lastSyncedSeq)),
         ])
+    }
+
+    /// `{"path","replicaOf","user","clientID","posts","lastSyncedSeq"}`: what `replica init` made; `replicaOf` is the
+    /// source without its password.
+    static func replicaInit(path: String, status: ReplicaStatus, posts: Int) -> JSONValue {
+        .object([
+            ("path", .string(path)), ("replicaOf", .string(status.replicaOf)), ("user", .string(status.user)),
+            ("clientID", .string(status.clientID)), ("posts", .number(posts)), ("lastSyncedSeq", .int(status.lastSyncedSeq)),
+        ])
+    }
+
+    /// The keys `status` adds on a replica: `"replicaOf","user","pendingChanges","rejectedChanges","lastSyncedSeq",
+    /// "lastSyncAt","lastError"`.
+    static func replicaStatus(_ status: ReplicaStatus) -> [(String, JSONValue)] {
+        [
+            ("replicaOf", .string(status.replicaOf)), ("user", .string(status.user)),
+            ("pendingChanges", .number(status.pendingChanges)), ("rejectedChanges", .number(status.rejectedChanges)),
+            ("lastSyncedSeq", .int(status.lastSyncedSeq)), ("lastSyncAt", status.lastSyncAt.map(JSONValue.time) ?? .null),
+            ("lastError", .optional(status.lastError)),
+        ]
     }
 }

@@ -87,4 +87,10 @@ enum TextShapes {
         let padding = String(repeating: " ", count: max(0, width - DisplayWidth.of(text)))
         return right ? padding + text : text + padding
     }
+
+    /// `pushed 3, pulled 12, rejected 0, 0 pending, at seq 41`.
+    static func syncReport(_ report: ReplicaSync.Report) -> String {
+        "pushed \(report.pushed), pulled \(report.pulled), rejected \(report.rejected), \(report.pendingChanges) pending, "
+            + "at seq \(report.lastSyncedSeq)"
+    }
 }

@@ -41,7 +41,9 @@ enum CommandCatalog {
             path: ["post", "add"], summary: "Create a post; prints its id.",
             arguments: [ArgumentSpec(name: "TEXT", help: "The post's text (quote it; 1 to 10,000 characters).")],
             options: [
-                OptionSpec(name: "author", valueName: "ID", help: "The author, an existing user (required)."),
+                OptionSpec(
+                    name: "author", valueName: "ID",
+                    help: "The author, an existing user (required, except on a replica: its user, the only author allowed)."),
                 OptionSpec(name: "id", valueName: "POSTID", help: "The new post's id (default: generated)."),
             ],
             needsUser: false, notes: ["Use -- before a text that starts with a dash."],
@@ -50,7 +52,8 @@ enum CommandCatalog {
             path: ["feed"], summary: "Show the feed, newest first, with ❤️ on the posts the viewer likes.",
             arguments: [],
             options: [limit, OptionSpec(name: "before", valueName: "CURSOR", help: "Continue after this cursor (a page's nextCursor).")],
-            needsUser: false, notes: ["Without --user the feed is anonymous (nothing is marked liked)."],
+            needsUser: false,
+            notes: ["Without --user the feed is anonymous (nothing is marked liked); on a replica it is the replica's user's."],
             database: .reads),
         CommandSpec(
             path: ["show"], summary: "Show one post: text, author, time, likes, and whether the viewer likes it.",
@@ -108,6 +111,35 @@ enum CommandCatalog {
             path: ["check"], summary: "Check integrity and invariants; exit status 1 lists each violation.",
             arguments: [], options: [], needsUser: false, notes: [],
             database: .creates),
+        CommandSpec(
+            path: ["replica", "init"],
+            summary: "Make a new or empty SQLite database a replica of another database for one user, and sync it once.",
+            arguments: [],
+            options: [
+                OptionSpec(
+                    name: "from", valueName: "LOCATION", help: "The source: a SQLite file or a postgresql:// URL (required).",
+                    completion: .file)
+            ],
+            needsUser: true,
+            notes: [
+                "The replica acts only as the user given: its commands default to that user and refuse any other.",
+                "--db must be a SQLite file that does not exist yet or holds no data; on any failure it is left as it was.",
+                "Exit status: 64 a PostgreSQL --db or an http(s):// source, 65 a --db with data or a user the source does "
+                    + "not have, 75 the source unreachable.",
+            ],
+            database: .creates),
+        CommandSpec(
+            path: ["sync"], summary: "Sync a replica with its source: push its local changes, then pull the source's.",
+            arguments: [],
+            options: [OptionSpec(name: "follow", valueName: nil, help: "Keep syncing whenever either side changes, until interrupted.")],
+            needsUser: false,
+            notes: [
+                "Prints one line per sync (with --follow: per sync that moved something; with --json: per sync).",
+                "Ctrl-C ends --follow with exit status 0; with --follow an unreachable source is retried until it is back.",
+                "Exit status: 64 not a replica, 65 the source refused the sync, 74 a database error, 75 the source "
+                    + "unreachable (the local changes stay queued).",
+            ],
+            database: .writes),
         CommandSpec(
             path: ["demo"], summary: "Play the feed → detail → like → back flow on sample data, with narration.",
             arguments: [], options: [], needsUser: false, notes: ["Creates the sample data when the database has no posts."],

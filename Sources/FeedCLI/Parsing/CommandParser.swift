@@ -123,8 +123,8 @@ enum CommandParser {
         case "user add": return .userAdd(UserAddCommand(id: words[0], name: options.string("name") ?? ""))
         case "user list": return .userList
         case "post add":
-            guard let author = options.string("author") else { throw .missingOption(option: "author", command: spec.name) }
-            return .postAdd(PostAddCommand(authorID: author, postID: options.string("id"), text: words[0]))
+            // A missing --author is checked once the database is open: on a replica it defaults to the replica's user.
+            return .postAdd(PostAddCommand(authorID: options.string("author"), postID: options.string("id"), text: words[0]))
         case "feed": return .feed(try feedOptions(options, defaultLimit: Limits.defaultFeedPage))
         case "show": return .show(postID: words[0])
         case "like", "unlike", "toggle":
@@ -145,6 +145,10 @@ enum CommandParser {
             guard likes <= maximum else { throw .tooManyLikes(likes: likes, maximum: maximum) }
             return .seed(SeedCommand(posts: posts, users: users, likes: likes))
         case "check": return .check
+        case "replica init":
+            guard let source = options.string("from") else { throw .missingOption(option: "from", command: spec.name) }
+            return .replicaInit(ReplicaInitCommand(source: source))
+        case "sync": return .sync(SyncCommand(follow: options.flag("follow")))
         case "completions":
             guard let shell = CompletionShell(rawValue: words[0]) else { throw .unknownShell(words[0]) }
             return .completions(shell)

@@ -18,6 +18,10 @@ struct CommandSpec: Sendable, Hashable {
     /// `user add`.
     var name: String { path.joined(separator: " ") }
 
+    /// Whether it needs a user that, on a replica, defaults to the replica's user (every command that needs one but
+    /// `replica init`, which names the user a new replica acts as).
+    var actsAsReplicaUser: Bool { needsUser && path != ["replica", "init"] }
+
     /// `feedsync feed [--limit N] [--before CURSOR]`.
     var usage: String {
         var parts = ["feedsync", name]

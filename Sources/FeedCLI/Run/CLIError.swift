@@ -33,6 +33,23 @@ struct CLIError: Error, Sendable, Hashable {
         self.init(Self.describe(error), exitCode: status)
     }
 
+    /// A sync failure: 75 when the source is unreachable for now (the replica keeps its queue), 64 when the
+    /// database is not a replica, else 65 for what the source refused or the protocol, or the domain error's status.
+    init(_ error: SyncError) {
+        switch error {
+        case .unavailable:
+            self.init("\(error). Nothing was lost: the replica keeps its changes queued; try again later.", exitCode: .busy)
+        case .notAReplica:
+            self.init("\(error).", exitCode: .usage)
+        case .unknownUser:
+            self.init("\(error). Create the user there, or pass another --user.", exitCode: .data)
+        case .unsupportedVersion, .invalidRequest, .clientOfAnotherUser, .unauthorized:
+            self.init("\(error).", exitCode: .data)
+        case .feed(let feedError):
+            self.init(feedError)
+        }
+    }
+
     private static func describe(_ error: FeedError) -> String {
         switch error {
         case .postNotFound: "\(error). See 'feedsync feed' for ids."

@@ -15,11 +15,68 @@ struct CommandContext: Sendable {
     /// Styling for stdout.
     var style: Style { Style(enabled: settings.color) }
 
-    /// The acting user; only called for commands whose spec requires one (checked in ``Settings``).
-    var userID: String { settings.userID ?? "" }
-
     /// How the running command opens the database (from its ``CommandSpec``).
     let databaseUse: DatabaseUse
+    /// The running command's name (`like`, `post add`), for messages.
+    let commandName: String
+
+    /// Opens the database as ``openService(create:follows:)`` does, for a command that acts as a user, and resolves
+    /// that user with ``actingUser(on:required:)``.
+    ///
+    /// A `required` user that is missing is the error (64), as on any command line that lacks one, unless the
+    /// database is a replica — found out without writing anything (``isReplica()``).
+    func openService(follows: Bool = false, actingUser required: Bool) throws(CLIError) -> (FeedService, String?) {
+        if required, settings.userID == nil, !isReplica() { throw CLIError(ParserError.missingUser(command: commandName)) }
+        let service = try openService(create: false, follows: follows)
+        do {
+            return (service, try actingUser(on: service, required: required))
+        } catch {
+            service.close()
+            throw error
+        }
+    }
+
+    /// Whether the database is a replica, read without migrating or writing anything; `false` when it cannot be
+    /// read (the command's own open then reports why).
+    func isReplica() -> Bool {
+        guard let backend = try? openBackend(mode: .inspect) else { return false }
+        guard let service = try? FeedService(backend: backend) else {
+            backend.close()
+            return false
+        }
+        defer { service.close() }
+        return service.replicaLink != nil
+    }
+
+    /// The user a command acts as on `service`: on a replica, the replica's user — the default, and the only one
+    /// allowed (another is a usage error, 64) —; elsewhere `--user` or `FEEDSYNC_USER`, which a `required` user
+    /// must be.
+    func actingUser(on service: FeedService, required: Bool) throws(CLIError) -> String? {
+        try replicaDefault(on: service, given: settings.userID, origin: settings.userOrigin) {
+            required ? ParserError.missingUser(command: commandName) : nil
+        }
+    }
+
+    /// `given` (from `origin`, such as `--author`) checked against the replica's user: `given`, or the replica's user
+    /// when absent; a `given` other than the replica's user is a usage error. Off a replica, `given`, or the error
+    /// `missing` returns (when it returns one) when `given` is absent.
+    func replicaDefault(
+        on service: FeedService, given: String?, origin: String, missing: () -> ParserError?
+    ) throws(CLIError) -> String? {
+        guard let replicaUser = service.replicaLink?.userID else {
+            if given == nil, let error = missing() { throw CLIError(error) }
+            return given
+        }
+        guard let given else { return replicaUser }
+        guard given == replicaUser else {
+            let fix = origin == "FEEDSYNC_USER" ? "unset FEEDSYNC_USER or set it to" : "leave \(origin) out or pass \(origin)"
+            throw CLIError(
+                "\(origin) \(FeedError.quoted(given)) is not this replica's user: \(FeedError.quoted(settings.databaseDisplay)) "
+                    + "acts only as \(FeedError.quoted(replicaUser)); \(fix) \(replicaUser). See 'feedsync \(commandName) --help'.",
+                exitCode: .usage)
+        }
+        return given
+    }
 
     /// Opens the database as a service: read-only for a command that ``DatabaseUse/reads`` (nothing is migrated or
     /// written, and the schema must be current), else read-write and migrated.

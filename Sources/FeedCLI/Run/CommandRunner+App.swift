@@ -4,9 +4,9 @@ extension CommandRunner {
     /// `app`: the interactive feed → detail → like → back flow, reading commands from stdin (a terminal or a pipe).
     /// A deleted or replaced database file ends it with status 74.
     func app(_ command: FeedCommand) async throws(CLIError) -> ExitCode {
-        let service = try context.openService(create: false)
+        let (service, acting) = try context.openService(actingUser: true)
         defer { service.close() }  // on SQLite the last connection to close checkpoints the WAL
-        let viewer = context.userID
+        let viewer = acting ?? ""
         // Fail early, with the usual message and status, when the viewer does not exist.
         _ = try attempt { () throws(FeedError) in try service.feedPage(viewerID: viewer, limit: 1) }
         let output = AppOutput(console: console, style: context.style, interactive: context.terminal.stdinIsTerminal)

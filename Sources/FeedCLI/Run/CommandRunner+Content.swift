@@ -29,12 +29,15 @@ extension CommandRunner {
         return .success
     }
 
-    /// `post add --author ID [--id POSTID] TEXT`: prints the new id.
+    /// `post add [--author ID] [--id POSTID] TEXT`: prints the new id. On a replica the author is the replica's user.
     func postAdd(_ command: PostAddCommand) throws(CLIError) -> ExitCode {
+        let missingAuthor = ParserError.missingOption(option: "author", command: "post add")
+        if command.authorID == nil, !context.isReplica() { throw CLIError(missingAuthor) }
         let service = try context.openService(create: false)
         defer { service.close() }  // on SQLite the last connection to close checkpoints the WAL
+        let author = try context.replicaDefault(on: service, given: command.authorID, origin: "--author") { missingAuthor } ?? ""
         let post = try attempt { () throws(FeedError) in
-            try service.createPost(id: command.postID, authorID: command.authorID, body: command.text)
+            try service.createPost(id: command.postID, authorID: author, body: command.text)
         }
         if json { printJSON(JSONShapes.post(post, liked: false)) } else { console.line(TextSanitizer.clean(post.id)) }
         return .success
@@ -42,9 +45,8 @@ extension CommandRunner {
 
     /// `feed [--limit N] [--before CURSOR]`.
     func feed(_ command: FeedCommand) throws(CLIError) -> ExitCode {
-        let service = try context.openService(create: false)
+        let (service, viewer) = try context.openService(actingUser: false)
         defer { service.close() }  // on SQLite the last connection to close checkpoints the WAL
-        let viewer = context.settings.userID
         let page = try attempt { () throws(FeedError) in
             try service.feedPage(viewerID: viewer, before: command.before, limit: command.limit)
         }
@@ -70,9 +72,8 @@ extension CommandRunner {
 
     /// `show POST`.
     func show(_ postID: String) throws(CLIError) -> ExitCode {
-        let service = try context.openService(create: false)
+        let (service, viewer) = try context.openService(actingUser: false)
         defer { service.close() }  // on SQLite the last connection to close checkpoints the WAL
-        let viewer = context.settings.userID
         let detail = try attempt { () throws(FeedError) in try service.post(id: postID, viewerID: viewer) }
         if json {
             printJSON(JSONShapes.post(detail.post, liked: detail.liked))
@@ -84,9 +85,9 @@ extension CommandRunner {
 
     /// `like POST`, `unlike POST`, `toggle POST`: exits 0 only after the commit.
     func like(_ command: LikeActionCommand) throws(CLIError) -> ExitCode {
-        let service = try context.openService(create: false)
+        let (service, acting) = try context.openService(actingUser: true)
         defer { service.close() }  // on SQLite the last connection to close checkpoints the WAL
-        let user = context.userID
+        let user = acting ?? ""
         let result = try attempt { () throws(FeedError) in
             switch command.action {
             case .like: try service.like(userID: user, postID: command.postID)

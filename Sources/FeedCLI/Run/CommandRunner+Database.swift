@@ -34,17 +34,30 @@ extension CommandRunner {
     /// `status`: path, schema version, pending migrations, counts, last seq — read without migrating or writing
     /// anything, so the pending migrations are the database's real ones. The counts need the current schema: on a
     /// database that needs migrating they are not shown (`null` in JSON) and a hint on stderr points to `init`.
+    ///
+    /// On a replica it adds where the replica syncs from (never with a password), as whom, its queue and cursor.
     func status() throws(CLIError) -> ExitCode {
         let backend = try context.openBackend(mode: .inspect)
-        defer { backend.close() }  // on SQLite the last connection to close removes the -wal and -shm files reading created
+        // A service over the backend reads a replica's status; closing it closes the backend.
+        var service: FeedService?
+        defer {
+            // on SQLite the last connection to close removes the -wal and -shm files reading created
+            if let service { service.close() } else { backend.close() }
+        }
         let status: StatusReport
         do {
             status = try StatusReport(backend)
         } catch {
             throw CLIError(FeedError.wrap(error))
         }
+        var replica: ReplicaStatus?
+        if status.counts != nil {
+            let opened = try attempt { () throws(FeedError) in try FeedService(backend: backend) }
+            service = opened
+            replica = try attempt { () throws(FeedError) in try opened.replicaStatus() }
+        }
         if json {
-            printJSON(JSONShapes.status(status))
+            printJSON(JSONShapes.status(status, replica: replica))
         } else {
             let count: (Int?) -> String = { $0.map(String.init) ?? "-" }
             var table = TextTable(headers: ["", ""], alignments: [.left, .left])
@@ -59,6 +72,17 @@ extension CommandRunner {
                 ["events", count(status.counts?.events)],
                 ["last seq", status.counts.map { String($0.lastSeq) } ?? "-"],
             ]
+            if let replica {
+                table.rows += [
+                    ["replica of", TextSanitizer.clean(replica.replicaOf)],
+                    ["replica user", TextSanitizer.clean(replica.user)],
+                    ["pending changes", String(replica.pendingChanges)],
+                    ["rejected changes", String(replica.rejectedChanges)],
+                    ["last synced seq", String(replica.lastSyncedSeq)],
+                    ["last sync", replica.lastSyncAt.map(ISOTime.format) ?? "never"],
+                ]
+                if let error = replica.lastError { table.rows.append(["last sync error", TextSanitizer.clean(error)]) }
+            }
             printLines(Array(table.lines().dropFirst()))
         }
         if let next = status.pendingMigrations.first {

@@ -5,9 +5,8 @@ extension CommandRunner {
     /// screen is cleared and redrawn; into a pipe each new frame follows a blank line, flushed at once. A deleted or
     /// replaced database file ends it with status 74.
     func watch(_ command: FeedCommand) async throws(CLIError) -> ExitCode {
-        let service = try context.openService(create: false, follows: true)
+        let (service, viewer) = try context.openService(follows: true, actingUser: false)
         defer { service.close() }  // on SQLite the last connection to close checkpoints the WAL
-        let viewer = context.settings.userID
         if let viewer { _ = try attempt { () throws(FeedError) in try service.feedPage(viewerID: viewer, limit: 1) } }
         let stop = StopSignal()
         let live = try LiveChanges(service: service) { stop.fire() }

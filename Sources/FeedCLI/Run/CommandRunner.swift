@@ -27,6 +27,8 @@ struct CommandRunner: Sendable {
         case .seed(let command): return try seed(command)
         case .check: return try check()
         case .demo: return try demo()
+        case .replicaInit(let command): return try await replicaInit(command)
+        case .sync(let command): return try await sync(command)
         case .completions(let shell):
             console.out(CompletionScript.script(for: shell))
             return .success

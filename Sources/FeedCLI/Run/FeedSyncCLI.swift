@@ -86,6 +86,14 @@ public enum FeedSyncCLI {
             let settings: Settings
             do {
                 settings = try Settings(global: invocation.global, spec: spec, environment: environment, terminal: terminal)
+            } catch .missingUser where spec.actsAsReplicaUser {
+                // On a replica the command acts as the replica's user: the command checks once the database is open.
+                do {
+                    settings = try Settings(
+                        global: invocation.global, spec: spec, environment: environment, terminal: terminal, requiringUser: false)
+                } catch {
+                    throw CLIError(error)
+                }
             } catch {
                 throw CLIError(error)
             }
@@ -93,7 +101,8 @@ public enum FeedSyncCLI {
                 try PostgresHandOff.handOff(arguments: arguments, environment: environment)
             }
             let context = CommandContext(
-                settings: settings, console: console, environment: environment, terminal: terminal, databaseUse: spec.database)
+                settings: settings, console: console, environment: environment, terminal: terminal, databaseUse: spec.database,
+                commandName: spec.name)
             return try await CommandRunner(context: context).run(command)
         }
     }

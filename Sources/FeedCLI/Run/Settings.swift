@@ -11,6 +11,8 @@ struct Settings: Sendable, Hashable {
     var databaseDisplay: String { location.description }
     /// The acting user, if any.
     let userID: String?
+    /// Where ``userID`` came from, for messages: `--user` or `FEEDSYNC_USER`.
+    let userOrigin: String
     /// `--json`.
     let json: Bool
     /// Whether text output may use colour: stdout is a terminal, and neither `--no-color` nor `NO_COLOR` is set.
@@ -22,8 +24,12 @@ struct Settings: Sendable, Hashable {
 
     /// Applies the environment to `global` for `spec`.
     ///
+    /// - Parameter requiringUser: whether a missing user is an error here; `false` leaves the check to the command,
+    ///   which on a replica acts as the replica's user.
     /// - Throws: ``ParserError/missingUser(command:)`` when `spec` needs a user and none is given.
-    init(global: GlobalOptions, spec: CommandSpec, environment: [String: String], terminal: TerminalInfo) throws(ParserError) {
+    init(
+        global: GlobalOptions, spec: CommandSpec, environment: [String: String], terminal: TerminalInfo, requiringUser: Bool = true
+    ) throws(ParserError) {
         let path = global.databasePath ?? FeedPaths.defaultDatabasePath(environment: environment)
         // SQLite reads these as an in-memory database or a URI, not as the file the user means; refuse them before
         // anything is opened or created. (An empty --db is refused by the parser; an empty FEEDSYNC_DB is unset.)
@@ -40,8 +46,9 @@ struct Settings: Sendable, Hashable {
         }
         databasePath = path
         let user = global.userID ?? environment["FEEDSYNC_USER"].flatMap { $0.isEmpty ? nil : $0 }
-        if spec.needsUser, user == nil { throw .missingUser(command: spec.name) }
+        if spec.needsUser, requiringUser, user == nil { throw .missingUser(command: spec.name) }
         userID = user
+        userOrigin = global.userID != nil ? "--user" : "FEEDSYNC_USER"
         json = global.json
         // https://no-color.org: any non-empty NO_COLOR disables colour.
         let noColorEnv = !(environment["NO_COLOR"] ?? "").isEmpty

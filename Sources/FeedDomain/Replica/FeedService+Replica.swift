@@ -176,14 +176,16 @@ extension FeedService {
             afterCommit: { _ in })
     }
 
-    /// A location without its password: `postgresql://app:secret@db/feed` → `postgresql://app@db/feed`.
+    /// A location without its password, in the authority or as a `password=` parameter:
+    /// `postgresql://app:secret@db/feed` and `postgresql://app@db/feed?password=secret` → `postgresql://app@db/feed`.
     static func redacted(_ location: String) -> String {
-        guard let components = URLComponents(string: location), components.scheme != nil, components.password != nil else {
-            return location
-        }
-        var copy = components
-        copy.password = nil
-        return copy.string ?? location
+        guard var components = URLComponents(string: location), components.scheme != nil else { return location }
+        let items = components.queryItems ?? []
+        let kept = items.filter { $0.name.lowercased() != "password" }
+        guard components.password != nil || kept.count != items.count else { return location }
+        components.password = nil
+        if kept.count != items.count { components.queryItems = kept.isEmpty ? nil : kept }
+        return components.string ?? location
     }
 }
 
