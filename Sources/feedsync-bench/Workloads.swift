@@ -1,4 +1,5 @@
-/// Dispatches `w1` … `w7` (bench/WORKLOADS.md); each prints one JSON line and returns whether its checks passed.
+/// Dispatches `w1` … `w7` (bench/WORKLOADS.md) and `w8` (replicas, Docs/Performance.md); each prints one JSON line and
+/// returns whether its checks passed.
 enum Workloads {
     /// Runs the workload named by `args.command`; returns whether its checks passed.
     static func run(_ args: Arguments) throws -> Bool {
@@ -10,7 +11,8 @@ enum Workloads {
         case "w5": try W5CrossProcess.run(args)
         case "w6": try W6CatchUp.run(args)
         case "w7": try W7Concurrent.run(args)
-        default: throw BenchError("unknown subcommand \(args.command); use w1 … w7")
+        case "w8": try W8Replica.run(args)
+        default: throw BenchError("unknown subcommand \(args.command); use w1 … w8")
         }
     }
 }
