@@ -131,6 +131,15 @@ final class RunningCLI: Sendable {
         return waitForExit(timeout: timeout)
     }
 
+    /// Sends SIGKILL; returns whether the process was still running then (it died mid-work) and waits for its end.
+    @discardableResult
+    func kill() -> Bool {
+        let running = process.isRunning
+        if running { Glibc.kill(process.processIdentifier, SIGKILL) }
+        _ = waitForExit(timeout: 30)
+        return running && process.terminationReason == .uncaughtSignal
+    }
+
     /// Waits for the process to end, at most `timeout` seconds, and for the rest of its output; `nil` when it did
     /// not end (it is then killed).
     func waitForExit(timeout: TimeInterval = 10) -> Int32? {

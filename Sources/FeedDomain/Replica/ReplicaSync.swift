@@ -104,7 +104,11 @@ public final class ReplicaSync: Sendable {
                 continue
             }
             onSync(report)
+            // The local seq first, then the queue: a write committed before the seq was read is in the queue now,
+            // one committed after it wakes the local stream below.
             let localSeq = (try? await onReplica { () throws(FeedError) in try self.replica.lastLocalSeq() }) ?? 0
+            let unpushed = try? await onReplica { () throws(FeedError) in try self.replica.replicaOutbox(limit: 1).mutations }
+            if let unpushed, !unpushed.isEmpty { continue }
             let source = transport
             let local = replica.changes(after: localSeq)
             await withTaskGroup(of: Void.self) { group in

@@ -194,11 +194,12 @@ struct SplitMix: Sendable {
     }
 }
 
-/// Runs an async operation from a plain thread and waits for it (test workers are threads).
+/// Runs an async operation from a plain thread and waits for it (test workers are threads). The operation runs on
+/// threads of its own, so a cooperative pool that blocked tests hold cannot starve it.
 func blocking<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) throws -> T {
     let result = LockedValue<Result<T, any Error>?>(nil)
     let done = DispatchSemaphore(value: 0)
-    Task {
+    Task(executorPreference: ThreadPerJobExecutor.shared) {
         let outcome: Result<T, any Error>
         do { outcome = .success(try await operation()) } catch { outcome = .failure(error) }
         result.withLock { $0 = outcome }

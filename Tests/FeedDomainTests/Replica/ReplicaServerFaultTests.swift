@@ -38,7 +38,8 @@ import Testing
             opened.append((service, sync, user))
         }
         let replicas = opened
-        let followers = replicas.map { replica in Task { try await replica.sync.follow() } }
+        let followers = replicas.map { replica in Task(executorPreference: ThreadPerJobExecutor.shared) { try await replica.sync.follow() }
+        }
         defer { for follower in followers { follower.cancel() } }
 
         // Writes on every side while the network breaks and the server restarts.

@@ -41,7 +41,7 @@ import Testing
         try await phone.service.like(userID: "alice", postID: post.id)
         try await phone.service.toggle(userID: "alice", postID: "p2")
         try await phone.service.toggle(userID: "alice", postID: "p2")
-        #expect(try phone.service.replicaStatus()?.pendingChanges == 5)
+        #expect(try await phone.service.replicaStatus()?.pendingChanges == 5)
         #expect(try await world.source.likedPostIDs(userID: "alice").isEmpty, "nothing reached the source yet")
         let report = try await phone.sync.sync()
         #expect(report.pushed == 5 && report.rejected == 0 && report.pendingChanges == 0)

@@ -103,7 +103,7 @@ import Testing
         guard let world = try ReplicaWorld(in: dir, on: backend) else { return }
         defer { world.close() }
         let phone = try await world.replica("phone", of: "alice")
-        let following = Task { try await phone.sync.follow() }
+        let following = Task(executorPreference: ThreadPerJobExecutor.shared) { try await phone.sync.follow() }
         defer { following.cancel() }
         try await world.source.like(userID: "bob", postID: "p1")
         #expect(
