@@ -58,7 +58,9 @@ import Testing
             #expect(status.pendingChanges == 0 && status.rejectedChanges == 0, "\(status)")
             #expect(try service.check().isEmpty)
             func rows(_ service: FeedService) throws -> Set<String> {
-                Set(try service.feedPage(viewerID: replica.user, limit: 1000).rows.map { "\($0.post.id) ❤️\($0.post.likeCount) \($0.liked)" })
+                Set(
+                    try service.feedPage(viewerID: replica.user, limit: 1000).rows.map { "\($0.post.id) ❤️\($0.post.likeCount) \($0.liked)" }
+                )
             }
             #expect(try rows(service) == rows(sourceService), "\(replica.path) equals the source for \(replica.user)")
             let made = try service.backend.read { tx in
