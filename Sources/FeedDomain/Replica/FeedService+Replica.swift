@@ -141,6 +141,10 @@ extension FeedService {
                     events += try tables.reconcile(post.id, confirmedLiked: post.liked, confirmedCount: post.likeCount)
                 }
             }
+            // Users and posts in order; then each touched post once, with the last state the step confirms for it
+            // (a step is one consistent state of the source, so the changes in between need not be shown one by one).
+            var confirmed: [String: (liked: Bool?, count: Int?)] = [:]
+            var touched: [String] = []
             for change in response.changes {
                 switch change.kind {
                 case .user:
@@ -148,11 +152,16 @@ extension FeedService {
                 case .post:
                     events += try tables.addPost(
                         id: change.postID ?? "", authorID: change.userID ?? "", body: change.body ?? "", createdAt: change.at)
-                case .like:
-                    events += try tables.reconcile(change.postID ?? "", confirmedLiked: change.liked, confirmedCount: change.likeCount)
-                case .likeCount:
-                    events += try tables.reconcile(change.postID ?? "", confirmedCount: change.likeCount)
+                case .like, .likeCount:
+                    let postID = change.postID ?? ""
+                    let before = confirmed[postID]
+                    if before == nil { touched.append(postID) }
+                    confirmed[postID] = (change.liked ?? before?.liked, change.likeCount ?? before?.count)
                 }
+            }
+            for postID in touched {
+                let state = confirmed[postID]
+                events += try tables.reconcile(postID, confirmedLiked: state?.liked, confirmedCount: state?.count)
             }
             if let number = response.lastMutation { events += try tables.confirm(through: number) }
             try tables.recordPull(through: response.through, bulkGeneration: response.bulkGeneration)
