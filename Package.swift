@@ -22,7 +22,8 @@ let package = Package(
     // depends on FeedSync with `traits: []` and builds without libpq.
     traits: [
         .trait(name: "PostgreSQL", description: "The PostgreSQL backend (links the system's libpq)."),
-        .default(enabledTraits: ["PostgreSQL"]),
+        .trait(name: "HTTP", description: "`feedsync serve`, the HTTP server (links the system's libmicrohttpd)."),
+        .default(enabledTraits: ["PostgreSQL", "HTTP"]),
     ],
     targets: [
         // MARK: - C and build tooling
@@ -35,6 +36,11 @@ let package = Package(
         // pkg-config: that would also link libpq, which CLibPQLoader loads on first use instead (Docs/Storage.md,
         // "Loading libpq").
         .systemLibrary(name: "CLibPQ"),
+        .systemLibrary(
+            name: "CMicroHTTPD",
+            pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]
+        ),
         .target(
             name: "CLibPQLoader",
             dependencies: ["CLibPQ"],
@@ -105,8 +111,18 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "FeedJSON",
+            dependencies: ["FeedCore", "FeedDomain"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "FeedServer",
+            dependencies: ["CMicroHTTPD", "FeedSync", "FeedJSON"],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "FeedCLI",
-            dependencies: ["FeedSync"],
+            dependencies: ["FeedSync", "FeedJSON", .target(name: "FeedServer", condition: .when(traits: ["HTTP"]))],
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -167,7 +183,7 @@ let package = Package(
         .testTarget(
             name: "FeedCLITests",
             dependencies: [
-                "FeedCLI", "FeedSync", "FeedSQLiteBackend", "FeedSQLite", "FeedMigrations", "FeedTestSupport",
+                "FeedCLI", "FeedSync", "FeedJSON", "FeedSQLiteBackend", "FeedSQLite", "FeedMigrations", "FeedTestSupport",
                 "FeedTestThreads",
             ],
             swiftSettings: strictSettings

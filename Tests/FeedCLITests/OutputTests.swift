@@ -1,4 +1,5 @@
 @testable import FeedCLI
+import FeedJSON
 import FeedSync
 import Foundation
 import Testing

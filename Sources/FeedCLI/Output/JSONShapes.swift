@@ -1,47 +1,8 @@
+internal import FeedJSON
 internal import FeedSync
 
-/// The JSON objects of `--json` output, with keys in their documented order (`Docs/CLI.md`).
-enum JSONShapes {
-    /// `{"id","author","body","createdAt","likeCount","liked"}`.
-    static func post(_ post: Post, liked: Bool) -> JSONValue {
-        .object([
-            ("id", .string(post.id)), ("author", .string(post.authorID)), ("body", .string(post.body)),
-            ("createdAt", .time(post.createdAt)), ("likeCount", .number(post.likeCount)), ("liked", .bool(liked)),
-        ])
-    }
-
-    /// `{"viewer","posts":[…],"nextCursor"}`.
-    static func page(_ page: FeedPage) -> JSONValue {
-        .object([
-            ("viewer", .optional(page.viewerID)),
-            ("posts", .array(page.rows.map { post($0.post, liked: $0.liked) })),
-            ("nextCursor", .optional(page.nextCursor?.description)),
-        ])
-    }
-
-    /// `{"postID","userID","liked","likeCount","changed","seq"}`.
-    static func likeResult(_ result: LikeResult) -> JSONValue {
-        .object([
-            ("postID", .string(result.postID)), ("userID", .string(result.userID)), ("liked", .bool(result.liked)),
-            ("likeCount", .number(result.likeCount)), ("changed", .bool(result.changed)),
-            ("seq", result.seq.map(JSONValue.int) ?? .null),
-        ])
-    }
-
-    /// `{"seq","kind","postID","userID","likeCount","at"}`.
-    static func event(_ event: EventRecord) -> JSONValue {
-        .object([
-            ("seq", .int(event.seq)), ("kind", .string(event.kind.rawValue)), ("postID", .optional(event.postID)),
-            ("userID", .string(event.userID)), ("likeCount", event.likeCount.map(JSONValue.number) ?? .null),
-            ("at", .time(event.at)),
-        ])
-    }
-
-    /// `{"id","name","createdAt"}`.
-    static func user(_ user: User) -> JSONValue {
-        .object([("id", .string(user.id)), ("name", .string(user.name)), ("createdAt", .time(user.createdAt))])
-    }
-
+/// The `--json` shapes only the CLI prints.
+extension JSONShapes {
     /// `{"path","backend","schemaVersion","binarySchemaVersion","pendingMigrations","users","posts","likes","events",
     /// "lastSeq"}`; `path` is the file, or the URL without its password.
     /// On a replica the keys of ``replicaStatus(_:)`` follow.

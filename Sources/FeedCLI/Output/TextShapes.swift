@@ -1,3 +1,4 @@
+internal import FeedJSON
 internal import FeedSync
 internal import Foundation
 

@@ -1,3 +1,4 @@
+internal import FeedJSON
 internal import FeedSync
 
 extension CommandRunner {

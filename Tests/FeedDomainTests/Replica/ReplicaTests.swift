@@ -140,15 +140,21 @@ struct ReplicaWorld: Sendable {
         guard let location = try backend.makeLocation(in: dir, "source") else { return nil }
         self.dir = dir
         self.location = location
-        source = try FeedService(location: location)
+        var options = FeedOpenOptions()
+        options.busyTimeout = .seconds(60)
+        source = try FeedService(location: location, options: options)
         for user in ["alice", "bob", "carol"] { try source.createUser(id: user) }
         try source.createPost(id: "p1", authorID: "bob", body: "first")
         try source.createPost(id: "p2", authorID: "carol", body: "second")
         baselineEvents = try source.events(after: 0).count
     }
 
+    /// A transport to the source as `user`. It opens its own service on the source, one more writer beside the
+    /// test's: a long busy timeout keeps a slow run (ThreadSanitizer) from failing on the file's write lock.
     func transport(for user: String) -> InProcessSyncTransport {
-        InProcessSyncTransport(location: location, userID: user)
+        var options = FeedOpenOptions()
+        options.busyTimeout = .seconds(60)
+        return InProcessSyncTransport(location: location, userID: user, options: options)
     }
 
     /// A new replica of `user`, synced once (through `transport`, or straight to the source).

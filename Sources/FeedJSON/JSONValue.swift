@@ -1,11 +1,11 @@
-internal import Foundation
+package import Foundation
 
 /// A JSON value whose objects keep their keys in the order given, rendered compactly on one line.
 ///
 /// The CLI writes JSON by hand so that key order is the documented one (`Docs/CLI.md`), not alphabetical.
 /// Rendering appends UTF-8 bytes to one buffer: a 50-post page is about 11 KB, written without per-character
 /// string appends.
-enum JSONValue: Sendable, Hashable {
+package enum JSONValue: Sendable, Hashable {
     case string(String)
     case int(Int64)
     case bool(Bool)
@@ -14,16 +14,16 @@ enum JSONValue: Sendable, Hashable {
     case object([(String, JSONValue)])
 
     /// An integer.
-    static func number(_ value: Int) -> JSONValue { .int(Int64(value)) }
+    package static func number(_ value: Int) -> JSONValue { .int(Int64(value)) }
 
     /// A string or `null`.
-    static func optional(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
+    package static func optional(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
 
     /// An ISO 8601 UTC time with milliseconds, such as `2020-09-13T12:26:40.000Z`.
-    static func time(_ date: Date) -> JSONValue { .string(ISOTime.format(date)) }
+    package static func time(_ date: Date) -> JSONValue { .string(ISOTime.format(date)) }
 
     /// The compact text.
-    var rendered: String {
+    package var rendered: String {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(256)
         render(into: &bytes)
@@ -125,6 +125,6 @@ enum JSONValue: Sendable, Hashable {
         byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte == 0x7F || byte == 0xE2
     }
 
-    static func == (lhs: JSONValue, rhs: JSONValue) -> Bool { lhs.rendered == rhs.rendered }
-    func hash(into hasher: inout Hasher) { hasher.combine(rendered) }
+    package static func == (lhs: JSONValue, rhs: JSONValue) -> Bool { lhs.rendered == rhs.rendered }
+    package func hash(into hasher: inout Hasher) { hasher.combine(rendered) }
 }

@@ -1,10 +1,10 @@
-internal import Foundation
+package import Foundation
 
 /// Formats times as ISO 8601 UTC with milliseconds by arithmetic alone: no formatter object, no time-zone
 /// database (`gmtime_r` would read `/etc/localtime` on first use), so a page of 50 times costs microseconds.
-enum ISOTime {
+package enum ISOTime {
     /// `2020-09-13T12:26:40.000Z`.
-    static func format(_ date: Date) -> String {
+    package static func format(_ date: Date) -> String {
         let millis = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
         let (days, dayMillis) = floorDivision(millis, 86_400_000)
         let (year, month, day) = civilDate(daysSinceEpoch: days)
@@ -33,7 +33,7 @@ enum ISOTime {
     }
 
     /// `2020-09-13 12:26` in UTC, for text tables.
-    static func short(_ date: Date) -> String {
+    package static func short(_ date: Date) -> String {
         String(format(date).prefix(16)).replacingOccurrences(of: "T", with: " ")
     }
 

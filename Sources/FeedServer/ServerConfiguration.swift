@@ -1,0 +1,24 @@
+/// How `feedsync serve` listens and what it accepts (`Docs/HTTP.md`, "Limits and hostile input").
+package struct ServerConfiguration: Sendable {
+    /// The address to listen on; loopback unless the operator says otherwise.
+    package var host = "127.0.0.1"
+    /// The port; 0 picks a free one (tests).
+    package var port: UInt16 = 8080
+    /// The largest request body, except a sync push's.
+    package var maximumBody = 64 << 10
+    /// The largest sync push body.
+    package var maximumSyncBody = 8 << 20
+    /// The most bytes of request headers (libmicrohttpd answers 431 beyond).
+    package var maximumHeaders = 32 << 10
+    /// The most connections at once; more are refused at accept.
+    package var maximumConnections = 512
+    /// Seconds without progress after which a connection is closed.
+    package var idleTimeout = 30
+    /// Seconds between the comment lines that keep an idle event stream open.
+    package var heartbeat = 15
+    /// Demo mode: the page offers the sample users' tokens (loopback only).
+    package var demo = false
+
+    /// The defaults.
+    package init() {}
+}
