@@ -125,10 +125,10 @@ import Testing
         #expect(try status(replica)["user"] as? String == "bob")
     }
 
-    @Test func initRefusesHTTPSourcesAndAPostgreSQLReplicaWith64() throws {
+    @Test func initRefusesAnHTTPSourceWithoutATokenAndAPostgreSQLReplicaWith64() throws {
         let http = try feedsync(replica, "replica", "init", "--from", "https://sync:hunter2@feed.example/api", "--user", "alice")
         expectOneLineFailure(http, status: 64)
-        #expect(http.stderr.contains("HTTP sources are not supported by this build yet"))
+        #expect(http.stderr.contains("needs the user's token: pass --token or set FEEDSYNC_TOKEN"))
         #expect(!http.stderr.contains("hunter2"))
         let postgres = try feedsync(
             "postgresql://app:hunter2@127.0.0.1:1/feed", "replica", "init", "--from", home.file("s.sqlite"), "--user", "alice")

@@ -1,7 +1,9 @@
 /// `replica init --from LOCATION --user U`.
 struct ReplicaInitCommand: Sendable, Hashable {
-    /// The source: a SQLite file path or a `postgresql://` URL, as given.
+    /// The source: a SQLite file path, a `postgresql://` URL, or a `feedsync serve`'s `http(s)://` URL, as given.
     let source: String
+    /// The bearer token for an `http(s)://` source (`--token`, else `FEEDSYNC_TOKEN`).
+    let token: String?
 }
 
 /// `sync [--follow]`.

@@ -117,15 +117,20 @@ enum CommandCatalog {
             arguments: [],
             options: [
                 OptionSpec(
-                    name: "from", valueName: "LOCATION", help: "The source: a SQLite file or a postgresql:// URL (required).",
-                    completion: .file)
+                    name: "from", valueName: "LOCATION",
+                    help: "The source: a SQLite file, a postgresql:// URL, or a feedsync serve's http(s):// URL (required).",
+                    completion: .file),
+                OptionSpec(
+                    name: "token", valueName: "TOKEN",
+                    help: "The user's bearer token, for an http(s):// source (default: $FEEDSYNC_TOKEN)."),
             ],
             needsUser: true,
             notes: [
                 "The replica acts only as the user given: its commands default to that user and refuse any other.",
                 "--db must be a SQLite file that does not exist yet or holds no data; on any failure it is left as it was.",
-                "Exit status: 64 a PostgreSQL --db or an http(s):// source, 65 a --db with data or a user the source does "
-                    + "not have, 75 the source unreachable.",
+                "An http(s):// source needs the user's token (feedsync token issue on the server); the replica keeps it to sync.",
+                "Exit status: 64 a PostgreSQL --db, or an http(s):// source without a token; 65 a --db with data, a user "
+                    + "the source does not have, or a token the server refuses; 75 the source unreachable.",
             ],
             database: .creates),
         CommandSpec(

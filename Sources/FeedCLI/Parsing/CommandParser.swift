@@ -147,7 +147,7 @@ enum CommandParser {
         case "check": return .check
         case "replica init":
             guard let source = options.string("from") else { throw .missingOption(option: "from", command: spec.name) }
-            return .replicaInit(ReplicaInitCommand(source: source))
+            return .replicaInit(ReplicaInitCommand(source: source, token: options.string("token")))
         case "sync": return .sync(SyncCommand(follow: options.flag("follow")))
         case "completions":
             guard let shell = CompletionShell(rawValue: words[0]) else { throw .unknownShell(words[0]) }

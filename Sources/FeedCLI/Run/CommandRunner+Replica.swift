@@ -21,7 +21,8 @@ extension CommandRunner {
                 "a replica is a SQLite file, not \(FeedError.quoted(context.settings.databaseDisplay)): pass --db PATH. "
                     + "See 'feedsync replica init --help'.", exitCode: .usage)
         }
-        let source = try Self.replicaSource(command.source, replica: path)
+        let token = command.token ?? ProcessEnvironment.current()["FEEDSYNC_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
+        let source = try Self.replicaSource(command.source, token: token, replica: path)
         let user = context.settings.userID ?? ""
         if FileManager.default.fileExists(atPath: path) { try refuseNonEmpty() }
         do {
@@ -39,12 +40,12 @@ extension CommandRunner {
         } catch {
             throw CLIError(error)
         }
-        let transport = InProcessSyncTransport(location: source, userID: user, options: context.openOptions)
+        let transport = SyncTransports.transport(for: source, userID: user, options: context.openOptions)
         let status: ReplicaStatus
         let posts: Int
         do {
             defer {
-                transport.close()
+                (transport as? InProcessSyncTransport)?.close()
                 replica.close()  // the last connection to close checkpoints the WAL and removes -wal and -shm
             }
             try attempt { () throws(FeedError) in
@@ -56,6 +57,10 @@ extension CommandRunner {
                 throw CLIError(
                     "the source is unavailable: \(reason); \(FeedError.quoted(path)) was left as it was. Check --from and "
                         + "that the source is up, then try again.", exitCode: .busy)
+            } catch .unauthorized {
+                throw CLIError(
+                    "the server refused the token (missing, wrong or revoked); \(FeedError.quoted(path)) was left as it was. "
+                        + "Issue one with 'feedsync token issue --user \(user)' on the server.", exitCode: .data)
             } catch {
                 throw CLIError(error)
             }
@@ -90,8 +95,8 @@ extension CommandRunner {
         let service = try context.openService(create: false, follows: command.follow)
         defer { service.close() }  // on SQLite the last connection to close checkpoints the WAL
         guard let link = service.replicaLink else { throw CLIError(SyncError.notAReplica) }
-        let transport = InProcessSyncTransport(location: link.source, userID: link.userID, options: context.openOptions)
-        defer { transport.close() }
+        let transport = SyncTransports.transport(for: link.source, userID: link.userID, options: context.openOptions)
+        defer { (transport as? InProcessSyncTransport)?.close() }
         let sync: ReplicaSync
         do {
             sync = try ReplicaSync(replica: service, transport: transport)
@@ -163,14 +168,25 @@ extension CommandRunner {
         }
     }
 
-    /// The source to store: a `postgresql://` URL as given, or a file's absolute path (so that `sync` finds it from
-    /// any working directory). HTTP(S) is a usage error, as is the replica itself.
-    private static func replicaSource(_ text: String, replica: String) throws(CLIError) -> String {
+    /// The source to store: a `postgresql://` URL as given, a file's absolute path (so that `sync` finds it from
+    /// any working directory), or an `http(s)://` URL with the token as its password (shown redacted, like a
+    /// PostgreSQL password). The replica itself is a usage error.
+    private static func replicaSource(_ text: String, token: String?, replica: String) throws(CLIError) -> String {
         let lowered = text.lowercased()
         if lowered.hasPrefix("http://") || lowered.hasPrefix("https://") {
-            throw CLIError(
-                "--from \(FeedError.quoted(FeedLocation.redacted(text))): HTTP sources are not supported by this build yet; "
-                    + "pass a SQLite file or a postgresql:// URL. See 'feedsync replica init --help'.", exitCode: .usage)
+            guard var components = URLComponents(string: text), components.host?.isEmpty == false else {
+                throw CLIError(
+                    "--from \(FeedError.quoted(FeedLocation.redacted(text))) is not a URL: pass http://HOST:PORT of a "
+                        + "feedsync serve. See 'feedsync replica init --help'.", exitCode: .usage)
+            }
+            guard let token, !token.isEmpty else {
+                throw CLIError(
+                    "--from \(FeedError.quoted(FeedLocation.redacted(text))) needs the user's token: pass --token or set "
+                        + "FEEDSYNC_TOKEN. See 'feedsync replica init --help'.", exitCode: .usage)
+            }
+            components.user = "token"
+            components.password = token
+            return components.string ?? text
         }
         let location: FeedLocation
         do {

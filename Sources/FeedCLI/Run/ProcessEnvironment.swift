@@ -11,7 +11,7 @@
 enum ProcessEnvironment {
     /// Every variable the CLI reads (Docs/CLI.md, "Global options and environment", plus `TERM`).
     static let names = [
-        "FEEDSYNC_DB", "FEEDSYNC_USER", "NO_COLOR", "TERM", "XDG_DATA_HOME", "HOME", "FEEDSYNC_BUSY_TIMEOUT_MS",
+        "FEEDSYNC_DB", "FEEDSYNC_USER", "FEEDSYNC_TOKEN", "NO_COLOR", "TERM", "XDG_DATA_HOME", "HOME", "FEEDSYNC_BUSY_TIMEOUT_MS",
         PostgresHandOff.helperVariable, PostgresHandOff.markerVariable,
     ]
 
