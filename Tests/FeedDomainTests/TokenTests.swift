@@ -175,6 +175,19 @@ import Testing
         for text in texts { #expect(!text.contains(secret), "\(text)") }
     }
 
+    @Test func authenticationIsOneIndexSearchWithoutAScan() throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        defer { service.close() }
+        for user in ["user1", "user2", "user3"] { _ = try service.issueToken(userID: user) }
+        let plan = try service.backend.read { tx in
+            try tx.fetch(
+                "EXPLAIN QUERY PLAN " + FeedService.authenticationQuery, [.text(String(repeating: "0", count: 64)), .text("0123456789ab")])
+        }
+        let details = plan.compactMap { $0.last?.text }
+        #expect(details.count == 1 && details.allSatisfy { $0.hasPrefix("SEARCH api_tokens USING") }, "\(details)")
+    }
+
     @Test func base64URLEncodesWithoutPadding() {
         #expect(FeedService.base64URL([]) == "")
         #expect(FeedService.base64URL([0xFB]) == "-w")

@@ -107,15 +107,15 @@ extension FeedService {
         let hash = Self.tokenHash(token)
         do {
             return try backend.readOnce { tx in
-                try tx.fetch(
-                    "SELECT user_id FROM api_tokens WHERE token_hash = $1 AND id = $2 AND revoked_at IS NULL",
-                    [.text(hash), .text(id)]
-                ).first?[0].text
+                try tx.fetch(Self.authenticationQuery, [.text(hash), .text(id)]).first?[0].text
             }
         } catch {
             throw FeedError.wrap(error)
         }
     }
+
+    /// The one statement of ``authenticate(token:)``: `$1` the hash, `$2` the id; a search of the unique index.
+    static let authenticationQuery = "SELECT user_id FROM api_tokens WHERE token_hash = $1 AND id = $2 AND revoked_at IS NULL"
 
     // MARK: - Token text
 
