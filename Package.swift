@@ -94,7 +94,7 @@ let package = Package(
         ),
         .target(
             name: "FeedDomain",
-            dependencies: ["FeedCore", "FeedPublishers", "FeedDependencies"],
+            dependencies: ["FeedCore", "FeedPublishers", "FeedDependencies", "FeedChecksum"],
             swiftSettings: strictSettings
         ),
         .target(

@@ -44,3 +44,18 @@ package enum JSONShapes {
         .object([("id", .string(user.id)), ("name", .string(user.name)), ("createdAt", .time(user.createdAt))])
     }
 }
+
+extension JSONShapes {
+    /// `{"id","user","token"}`: a token just issued, the only shape that holds a token's text.
+    package static func issuedToken(_ issued: IssuedToken) -> JSONValue {
+        .object([("id", .string(issued.id)), ("user", .string(issued.userID)), ("token", .string(issued.token))])
+    }
+
+    /// `{"id","user","label","createdAt","revokedAt"}`: a token as `token list` shows it, without its text or hash.
+    package static func token(_ token: TokenInfo) -> JSONValue {
+        .object([
+            ("id", .string(token.id)), ("user", .string(token.userID)), ("label", .string(token.label)),
+            ("createdAt", .time(token.createdAt)), ("revokedAt", token.revokedAt.map(JSONValue.time) ?? .null),
+        ])
+    }
+}

@@ -23,6 +23,9 @@ enum HelpSnapshots {
           check         Check integrity and invariants; exit status 1 lists each violation.
           replica init  Make a new or empty SQLite database a replica of another database for one user, and sync it once.
           sync          Sync a replica with its source: push its local changes, then pull the source's.
+          token issue   Issue an API token for a user (for 'feedsync serve'); prints it once.
+          token list    List the API tokens: id, user, label, creation and revocation (never the token).
+          token revoke  Revoke an API token: every server refuses it from its next request.
           demo          Play the feed → detail → like → back flow on sample data, with narration.
           completions   Print the completion script for a shell (bash, zsh or fish) on stdout.
 

@@ -76,7 +76,7 @@ import Testing
         }
         let store = try FeedStore(path: path)
         try store.read { db throws in
-            #expect(try db.fetchInt64("PRAGMA user_version") == 4)
+            #expect(try db.fetchInt64("PRAGMA user_version") == 5)
             #expect(try db.fetchInt64("SELECT count(*) FROM sqlite_schema WHERE name LIKE 'likes_count_%'") == 0)
             #expect(try db.fetchInt64("SELECT like_count FROM posts") == 1)
         }

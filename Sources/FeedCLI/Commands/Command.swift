@@ -17,4 +17,7 @@ enum Command: Sendable, Hashable {
     case completions(CompletionShell)
     case replicaInit(ReplicaInitCommand)
     case sync(SyncCommand)
+    case tokenIssue(TokenIssueCommand)
+    case tokenList
+    case tokenRevoke(TokenRevokeCommand)
 }

@@ -146,6 +146,25 @@ enum CommandCatalog {
             ],
             database: .writes),
         CommandSpec(
+            path: ["token", "issue"], summary: "Issue an API token for a user (for 'feedsync serve'); prints it once.",
+            arguments: [],
+            options: [OptionSpec(name: "label", valueName: "TEXT", help: "A note for 'token list' (up to 200 characters).")],
+            needsUser: true,
+            notes: [
+                "The token is printed once, alone on stdout; the database keeps only its SHA-256, so it cannot be shown again."
+            ],
+            database: .writes),
+        CommandSpec(
+            path: ["token", "list"], summary: "List the API tokens: id, user, label, creation and revocation (never the token).",
+            arguments: [], options: [], needsUser: false, notes: [],
+            database: .reads),
+        CommandSpec(
+            path: ["token", "revoke"], summary: "Revoke an API token: every server refuses it from its next request.",
+            arguments: [ArgumentSpec(name: "ID", help: "The token's id (12 hex digits, as 'token list' shows).")],
+            options: [], needsUser: false,
+            notes: ["Revoking a revoked token changes nothing. Exit status 65 when no token has this id."],
+            database: .writes),
+        CommandSpec(
             path: ["demo"], summary: "Play the feed → detail → like → back flow on sample data, with narration.",
             arguments: [], options: [], needsUser: false, notes: ["Creates the sample data when the database has no posts."],
             database: .creates),

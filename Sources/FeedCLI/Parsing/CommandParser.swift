@@ -149,6 +149,9 @@ enum CommandParser {
             guard let source = options.string("from") else { throw .missingOption(option: "from", command: spec.name) }
             return .replicaInit(ReplicaInitCommand(source: source, token: options.string("token")))
         case "sync": return .sync(SyncCommand(follow: options.flag("follow")))
+        case "token issue": return .tokenIssue(TokenIssueCommand(label: options.string("label") ?? ""))
+        case "token list": return .tokenList
+        case "token revoke": return .tokenRevoke(TokenRevokeCommand(id: words[0]))
         case "completions":
             guard let shell = CompletionShell(rawValue: words[0]) else { throw .unknownShell(words[0]) }
             return .completions(shell)

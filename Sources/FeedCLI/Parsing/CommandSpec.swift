@@ -19,8 +19,8 @@ struct CommandSpec: Sendable, Hashable {
     var name: String { path.joined(separator: " ") }
 
     /// Whether it needs a user that, on a replica, defaults to the replica's user (every command that needs one but
-    /// `replica init`, which names the user a new replica acts as).
-    var actsAsReplicaUser: Bool { needsUser && path != ["replica", "init"] }
+    /// `replica init`, which names the user a new replica acts as, and `token issue`, which names the token's user).
+    var actsAsReplicaUser: Bool { needsUser && path != ["replica", "init"] && path != ["token", "issue"] }
 
     /// `feedsync feed [--limit N] [--before CURSOR]`.
     var usage: String {

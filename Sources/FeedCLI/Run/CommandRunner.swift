@@ -30,6 +30,9 @@ struct CommandRunner: Sendable {
         case .demo: return try demo()
         case .replicaInit(let command): return try await replicaInit(command)
         case .sync(let command): return try await sync(command)
+        case .tokenIssue(let command): return try tokenIssue(command)
+        case .tokenList: return try tokenList()
+        case .tokenRevoke(let command): return try tokenRevoke(command)
         case .completions(let shell):
             console.out(CompletionScript.script(for: shell))
             return .success

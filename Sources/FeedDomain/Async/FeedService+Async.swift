@@ -199,6 +199,39 @@ extension FeedService {
     public func pruneEvents(olderThan date: Date) async throws(FeedError) -> Int {
         try await onPool { () throws(FeedError) in try self.pruneEvents(olderThan: date) }
     }
+
+    // MARK: - Tokens
+
+    /// Issues a token for a user, without blocking the calling task's thread.
+    ///
+    /// The async form of ``issueToken(userID:label:)``: the text is returned once; the database keeps its hash.
+    public func issueToken(userID: String, label: String = "") async throws(FeedError) -> IssuedToken {
+        try await onPool { () throws(FeedError) in try self.issueToken(userID: userID, label: label) }
+    }
+
+    /// Every token, valid or revoked, without blocking the calling task's thread.
+    ///
+    /// The async form of ``tokens()``.
+    public func tokens() async throws(FeedError) -> [TokenInfo] {
+        try await onPool { () throws(FeedError) in try self.tokens() }
+    }
+
+    /// Revokes a token, without blocking the calling task's thread.
+    ///
+    /// The async form of ``revokeToken(id:)``: `false` when no token has this id or it was revoked already.
+    @discardableResult
+    public func revokeToken(id: String) async throws(FeedError) -> Bool {
+        try await onPool { () throws(FeedError) in try self.revokeToken(id: id) }
+    }
+
+    /// The user a token acts as, without blocking the calling task's thread.
+    ///
+    /// The async form of ``authenticate(token:)``: `nil` for a malformed, unknown or revoked token. A malformed text
+    /// is answered on the calling task, without a pool thread.
+    public func authenticate(token: String) async throws(FeedError) -> String? {
+        guard Self.tokenID(in: token) != nil else { return nil }
+        return try await onPool { () throws(FeedError) in try self.authenticate(token: token) }
+    }
 }
 
 extension FeedService {
