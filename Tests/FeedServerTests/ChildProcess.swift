@@ -21,6 +21,7 @@ final class ChildProcess: @unchecked Sendable {
     private var output = ""
     private var errors = ""
     private let exited = DispatchSemaphore(value: 0)
+    private let pipes = (out: Pipe(), err: Pipe())
 
     /// Starts `feedsync arguments` with a clean environment whose HOME is `home`.
     init(_ arguments: [String], home: String) throws {
@@ -29,8 +30,7 @@ final class ChildProcess: @unchecked Sendable {
         var environment = ["PATH": "/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8"]
         if let profile = ProcessInfo.processInfo.environment["LLVM_PROFILE_FILE"] { environment["LLVM_PROFILE_FILE"] = profile }
         process.environment = environment
-        let out = Pipe()
-        let err = Pipe()
+        let (out, err) = pipes
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = out
         process.standardError = err
@@ -85,6 +85,14 @@ final class ChildProcess: @unchecked Sendable {
             process.terminate()
             return nil
         }
+        // The rest of the output: the handlers may not have read it all yet.
+        for (pipe, isOutput) in [(pipes.out, true), (pipes.err, false)] {
+            pipe.fileHandleForReading.readabilityHandler = nil
+            let rest = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            condition.lock()
+            if isOutput { output += rest } else { errors += rest }
+            condition.unlock()
+        }
         return process.terminationStatus
     }
 
@@ -92,7 +100,6 @@ final class ChildProcess: @unchecked Sendable {
     static func run(_ arguments: [String], home: String) throws -> (status: Int32?, stdout: String, stderr: String) {
         let child = try ChildProcess(arguments, home: home)
         let status = child.waitForExit()
-        Thread.sleep(forTimeInterval: 0)  // lets the pipes' handlers run
         return (status, child.stdout, child.stderr)
     }
 }
