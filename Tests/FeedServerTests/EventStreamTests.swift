@@ -107,6 +107,21 @@ import Testing
         }
     }
 
+    @Test func stoppingLetsARequestInFlightFinish() throws {
+        guard let sut = try ServerFixture(on: .sqlite) else { return }
+        let answer = LockedValue<HTTPTestResponse?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let port = sut.port
+        Thread {
+            answer.withLock { $0 = try? HTTPTestClient.request("GET", "/api/posts/p1", port: port, token: "tok-slow") }
+            done.signal()
+        }.start()
+        #expect(sut.slowTokenSeen.wait(timeout: .now() + 20) == .success)
+        sut.close()
+        #expect(done.wait(timeout: .now() + 20) == .success)
+        #expect(answer.withLock { $0?.status } == 200)
+    }
+
     @Test func stoppingTheServerEndsOpenStreamsPromptly() throws {
         guard let sut = try ServerFixture(on: .sqlite) else { return }
         let followers = [try EventFollower(port: sut.port), try EventFollower(port: sut.port, query: "?after=6")]

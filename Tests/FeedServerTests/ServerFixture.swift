@@ -5,7 +5,8 @@ import Foundation
 
 /// A database on one backend with users alice, bob and carol and posts p1…p3, served on a free loopback port.
 ///
-/// Tokens come from a fixed dictionary (`tok-alice` → alice, `tok-bob` → bob); `tok-gone` stands for a revoked token.
+/// Tokens come from a fixed dictionary (`tok-alice` → alice, `tok-bob` → bob); `tok-gone` stands for a revoked token,
+/// and `tok-slow` is alice's after a second (it signals ``slowTokenSeen`` first): a request still in flight.
 final class ServerFixture: Sendable {
     static let tokens = ["tok-alice": "alice", "tok-bob": "bob"]
 
@@ -13,6 +14,7 @@ final class ServerFixture: Sendable {
     let location: String
     let service: FeedService
     let server: HTTPServer
+    let slowTokenSeen = DispatchSemaphore(value: 0)
     private let watch: Task<Void, Never>?
 
     var port: UInt16 { server.port }
@@ -37,7 +39,13 @@ final class ServerFixture: Sendable {
         configuration.heartbeat = heartbeat
         configure(&configuration)
         let tokens = Self.tokens
-        server = try HTTPServer(service: service, configuration: configuration) { token throws(FeedError) in tokens[token] }
+        let slowTokenSeen = slowTokenSeen
+        server = try HTTPServer(service: service, configuration: configuration) { token throws(FeedError) in
+            guard token == "tok-slow" else { return tokens[token] }
+            slowTokenSeen.signal()
+            Thread.sleep(forTimeInterval: 1)
+            return "alice"
+        }
         if watchOtherProcesses {
             let service = service
             watch = Task.detached { try? await service.run() }
