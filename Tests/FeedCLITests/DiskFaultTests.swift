@@ -12,10 +12,10 @@ import Testing
 @Suite(.serialized, .ownThreads) struct DiskFaultTests {
     /// How the disk is made full.
     enum DiskLimit: String, Sendable, CaseIterable, CustomTestStringConvertible {
-        /// A 256 KiB tmpfs filled by the database's own writes, grown to 4 MiB when space returns. Where mounting
+        /// A 512 KiB tmpfs filled by the database's own writes, grown to 4 MiB when space returns. Where mounting
         /// fails, ``fileSizeLimit`` instead.
         case smallFileSystem
-        /// A 256 KiB tmpfs filled by another file while no command has the database open, so that not even a
+        /// A 512 KiB tmpfs filled by another file while no command has the database open, so that not even a
         /// `-shm` file fits; the file is deleted when space returns. Where mounting fails, ``fileSizeLimit``
         /// instead.
         case smallFileSystemFilledByAnotherFile
@@ -52,9 +52,9 @@ import Testing
         var method = limit
         var methodLine = "file size limit (ulimit -f \(Self.fileSizeLimitBlocks), 160 KiB)"
         if limit != .fileSizeLimit {
-            if mount("tmpfs", disk, "tmpfs", 0, "size=256k,mode=0755") == 0 {
+            if mount("tmpfs", disk, "tmpfs", 0, "size=512k,mode=0755") == 0 {
                 home.onRelease { _ = umount2(disk, Int32(MNT_DETACH)) }
-                methodLine = "tmpfs of 256 KiB"
+                methodLine = "tmpfs of 512 KiB"
             } else {
                 let reason = String(cString: strerror(errno))
                 method = .fileSizeLimit

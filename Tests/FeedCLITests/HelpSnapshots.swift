@@ -26,6 +26,7 @@ enum HelpSnapshots {
           token issue   Issue an API token for a user (for 'feedsync serve'); prints it once.
           token list    List the API tokens: id, user, label, creation and revocation (never the token).
           token revoke  Revoke an API token: every server refuses it from its next request.
+          serve         Serve the database over HTTP: a JSON API, an event stream and a live page.
           demo          Play the feed → detail → like → back flow on sample data, with narration.
           completions   Print the completion script for a shell (bash, zsh or fish) on stdout.
 

@@ -20,4 +20,5 @@ enum Command: Sendable, Hashable {
     case tokenIssue(TokenIssueCommand)
     case tokenList
     case tokenRevoke(TokenRevokeCommand)
+    case serve(ServeCommand)
 }

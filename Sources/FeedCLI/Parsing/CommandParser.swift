@@ -152,6 +152,8 @@ enum CommandParser {
         case "token issue": return .tokenIssue(TokenIssueCommand(label: options.string("label") ?? ""))
         case "token list": return .tokenList
         case "token revoke": return .tokenRevoke(TokenRevokeCommand(id: words[0]))
+        case "serve":
+            return .serve(try ServeCommand(listen: options.string("listen") ?? ServeCommand.defaultListen, demo: options.flag("demo")))
         case "completions":
             guard let shell = CompletionShell(rawValue: words[0]) else { throw .unknownShell(words[0]) }
             return .completions(shell)

@@ -33,6 +33,7 @@ struct CommandRunner: Sendable {
         case .tokenIssue(let command): return try tokenIssue(command)
         case .tokenList: return try tokenList()
         case .tokenRevoke(let command): return try tokenRevoke(command)
+        case .serve(let command): return try await serve(command)
         case .completions(let shell):
             console.out(CompletionScript.script(for: shell))
             return .success
