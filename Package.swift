@@ -189,6 +189,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "FeedServerTests",
+            dependencies: ["FeedServer", "FeedSync", "FeedTestSupport", "FeedTestThreads"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "FeedDependenciesTests",
             dependencies: ["FeedDependencies", "FeedTestThreads"],
             swiftSettings: strictSettings
