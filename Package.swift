@@ -190,7 +190,7 @@ let package = Package(
         ),
         .testTarget(
             name: "FeedServerTests",
-            dependencies: ["FeedServer", "FeedSync", "FeedTestSupport", "FeedTestThreads"],
+            dependencies: ["FeedServer", "FeedSync", "FeedJSON", "FeedTestSupport", "FeedTestThreads"],
             swiftSettings: strictSettings
         ),
         .testTarget(

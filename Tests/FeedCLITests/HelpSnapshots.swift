@@ -23,6 +23,7 @@ enum HelpSnapshots {
           check         Check integrity and invariants; exit status 1 lists each violation.
           replica init  Make a new or empty SQLite database a replica of another database for one user, and sync it once.
           sync          Sync a replica with its source: push its local changes, then pull the source's.
+          serve         Serve the database over HTTP: a JSON API, an event stream and a live page.
           demo          Play the feed → detail → like → back flow on sample data, with narration.
           completions   Print the completion script for a shell (bash, zsh or fish) on stdout.
 

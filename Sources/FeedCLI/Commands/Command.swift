@@ -17,4 +17,5 @@ enum Command: Sendable, Hashable {
     case completions(CompletionShell)
     case replicaInit(ReplicaInitCommand)
     case sync(SyncCommand)
+    case serve(ServeCommand)
 }

@@ -141,6 +141,25 @@ enum CommandCatalog {
             ],
             database: .writes),
         CommandSpec(
+            path: ["serve"], summary: "Serve the database over HTTP: a JSON API, an event stream and a live page.",
+            arguments: [],
+            options: [
+                OptionSpec(
+                    name: "listen", valueName: "HOST:PORT",
+                    help: "The address to listen on (default \(ServeCommand.defaultListen); [::1]:PORT for IPv6, port 0 for any free one)."),
+                OptionSpec(
+                    name: "demo", valueName: nil,
+                    help: "Fill an empty database with the sample data and offer the sample users' tokens (loopback only)."),
+            ],
+            needsUser: false,
+            notes: [
+                "Prints one line with the URL, then serves until Ctrl-C or SIGTERM (exit status 0).",
+                "Requests act as the user of their Authorization: Bearer token. Listening on another address than loopback "
+                    + "is explicit: put a TLS-terminating proxy in front (see Docs/HTTP.md).",
+                "Exit status: 64 a malformed --listen, or --demo off loopback; 74 the address is in use or cannot be listened on.",
+            ],
+            database: .writes),
+        CommandSpec(
             path: ["demo"], summary: "Play the feed → detail → like → back flow on sample data, with narration.",
             arguments: [], options: [], needsUser: false, notes: ["Creates the sample data when the database has no posts."],
             database: .creates),

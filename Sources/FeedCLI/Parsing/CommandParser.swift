@@ -149,6 +149,8 @@ enum CommandParser {
             guard let source = options.string("from") else { throw .missingOption(option: "from", command: spec.name) }
             return .replicaInit(ReplicaInitCommand(source: source))
         case "sync": return .sync(SyncCommand(follow: options.flag("follow")))
+        case "serve":
+            return .serve(try ServeCommand(listen: options.string("listen") ?? ServeCommand.defaultListen, demo: options.flag("demo")))
         case "completions":
             guard let shell = CompletionShell(rawValue: words[0]) else { throw .unknownShell(words[0]) }
             return .completions(shell)

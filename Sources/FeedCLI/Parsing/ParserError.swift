@@ -40,6 +40,10 @@ enum ParserError: Error, Sendable, Hashable {
     case unsupportedDatabaseURL(String, origin: String)
     /// `completions tcsh`.
     case unknownShell(String)
+    /// `serve --listen nonsense`: not `HOST:PORT` with a literal IP address and a port.
+    case invalidListen(String)
+    /// `serve --demo --listen 0.0.0.0:8080`: demo mode offers the sample users' tokens, so it stays on loopback.
+    case demoNeedsLoopback(String)
 
     /// The command whose help the hint points to (`nil` for the top-level help).
     var helpCommand: String? {
@@ -53,6 +57,7 @@ enum ParserError: Error, Sendable, Hashable {
             command
         case .tooManyLikes: "seed"
         case .unknownShell: "completions"
+        case .invalidListen, .demoNeedsLoopback: "serve"
         }
     }
 
@@ -83,6 +88,12 @@ enum ParserError: Error, Sendable, Hashable {
         case .missingOption(let option, let command): "'\(command)' needs --\(option)"
         case .unknownShell(let value):
             "unknown shell \(FeedError.quoted(value)) for 'completions': use " + CompletionShell.names.joined(separator: ", ")
+        case .invalidListen(let value):
+            "invalid value \(FeedError.quoted(value)) for --listen: use HOST:PORT with an IP address, such as 127.0.0.1:8080 "
+                + "or [::1]:8080 (port 0 picks a free one)"
+        case .demoNeedsLoopback(let value):
+            "--demo serves the sample users' tokens, so it listens only on a loopback address, not \(FeedError.quoted(value)): "
+                + "use 127.0.0.1 or [::1], or leave --demo out"
         case .unsupportedDatabaseURL(let value, let origin):
             "\(origin) \(FeedError.quoted(value)) is a URL FeedSync cannot open: pass a file path (SQLite) or a "
                 + "postgresql:// URL"

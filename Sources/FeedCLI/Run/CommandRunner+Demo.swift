@@ -89,7 +89,7 @@ extension CommandRunner {
     }
 
     /// Creates the demo's users that are missing and its posts.
-    private func installSampleData(_ service: FeedService) throws(CLIError) {
+    func installSampleData(_ service: FeedService) throws(CLIError) {
         let sample = SampleData.demo
         let existing = Set(try attempt { () throws(FeedError) in try service.users() }.map(\.id))
         for user in sample.users where !existing.contains(user.id) {

@@ -30,6 +30,7 @@ struct CommandRunner: Sendable {
         case .demo: return try demo()
         case .replicaInit(let command): return try await replicaInit(command)
         case .sync(let command): return try await sync(command)
+        case .serve(let command): return try await serve(command)
         case .completions(let shell):
             console.out(CompletionScript.script(for: shell))
             return .success

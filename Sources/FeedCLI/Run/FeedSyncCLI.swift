@@ -100,6 +100,12 @@ public enum FeedSyncCLI {
             if handsOffPostgreSQL, case .postgreSQL = settings.location, !FeedBackends.opensPostgreSQL {
                 try PostgresHandOff.handOff(arguments: arguments, environment: environment)
             }
+            #if !HTTP
+                // A build without HTTP (the fully static install build) hands `serve` to the full build beside it.
+                if handsOffPostgreSQL, case .serve = command {
+                    try PostgresHandOff.handOff(arguments: arguments, environment: environment, limitation: PostgresHandOff.noHTTP)
+                }
+            #endif
             let context = CommandContext(
                 settings: settings, console: console, environment: environment, terminal: terminal, databaseUse: spec.database,
                 commandName: spec.name)

@@ -26,8 +26,11 @@ enum PostgresHandOff {
     /// Set in the helper's environment: it must not hand off again.
     static let markerVariable = "FEEDSYNC_HANDED_OFF"
 
+    /// What a build without the package's `HTTP` trait lacks, for messages: `serve` is handed off too.
+    static let noHTTP = "this feedsync was built without HTTP (the package's HTTP trait), so it cannot serve"
+
     /// What this build lacks, for messages.
-    private static var limitation: String {
+    private static var postgreSQLLimitation: String {
         FeedBackends.hasPostgreSQL
             ? "this feedsync is a fully static build, which cannot load libpq"
             : "this feedsync was built without PostgreSQL"
@@ -39,7 +42,9 @@ enum PostgresHandOff {
     ///   - arguments: the command line after the program name, passed on unchanged.
     ///   - environment: the variables this run reads (`FEEDSYNC_POSTGRES_HELPER`, `FEEDSYNC_HANDED_OFF`); the
     ///     helper inherits the process's own environment.
-    static func handOff(arguments: [String], environment: [String: String]) throws(CLIError) -> Never {
+    ///   - limitation: what this build lacks (PostgreSQL by default; ``noHTTP`` for `serve`).
+    static func handOff(arguments: [String], environment: [String: String], limitation: String? = nil) throws(CLIError) -> Never {
+        let limitation = limitation ?? postgreSQLLimitation
         if environment[markerVariable] != nil {
             throw CLIError(
                 "\(limitation), and it was started as another feedsync's PostgreSQL helper. Install the "
@@ -49,7 +54,7 @@ enum PostgresHandOff {
         let configured = environment[helperVariable].flatMap { $0.isEmpty ? nil : $0 }
         guard let helper = configured ?? besideThisProgram() else {
             throw CLIError(
-                "\(limitation), and found no \(helperName) beside it to run PostgreSQL commands. Install the "
+                "\(limitation), and found no \(helperName) beside it to run this command. Install the "
                     + "PostgreSQL-capable build (swift build -c release --static-swift-stdlib) as \(helperName) next to "
                     + "feedsync, or set \(helperVariable) to its path.",
                 exitCode: .database)

@@ -1,0 +1,105 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The built `feedsync` binary, run as a child process: SwiftPM puts it next to the test bundle.
+final class ChildProcess: @unchecked Sendable {
+    static let executable: String = {
+        let directory = Bundle.main.bundleURL.deletingLastPathComponent()
+        for candidate in [directory, Bundle.main.bundleURL] {
+            let path = candidate.appendingPathComponent("feedsync").path
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("feedsync").path
+    }()
+
+    // `@unchecked Sendable`: `output` and `errors` are touched only with `condition` locked; the rest is set in init.
+    private let process = Process()
+    private let condition = NSCondition()
+    private var output = ""
+    private var errors = ""
+    private let exited = DispatchSemaphore(value: 0)
+    private let pipes = (out: Pipe(), err: Pipe())
+
+    /// Starts `feedsync arguments` with a clean environment whose HOME is `home`.
+    init(_ arguments: [String], home: String) throws {
+        process.executableURL = URL(fileURLWithPath: Self.executable)
+        process.arguments = arguments
+        var environment = ["PATH": "/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8"]
+        if let profile = ProcessInfo.processInfo.environment["LLVM_PROFILE_FILE"] { environment["LLVM_PROFILE_FILE"] = profile }
+        process.environment = environment
+        let (out, err) = pipes
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = out
+        process.standardError = err
+        for (pipe, isOutput) in [(out, true), (err, false)] {
+            pipe.fileHandleForReading.readabilityHandler = { [condition] handle in
+                let text = String(decoding: handle.availableData, as: UTF8.self)
+                condition.lock()
+                if isOutput { self.output += text } else { self.errors += text }
+                condition.broadcast()
+                condition.unlock()
+            }
+        }
+        process.terminationHandler = { [exited] _ in exited.signal() }
+        try process.run()
+    }
+
+    deinit {
+        if process.isRunning { process.terminate() }
+    }
+
+    var stdout: String {
+        condition.lock()
+        defer { condition.unlock() }
+        return output
+    }
+
+    var stderr: String {
+        condition.lock()
+        defer { condition.unlock() }
+        return errors
+    }
+
+    /// Waits until stdout holds a whole line, at most `timeout` seconds; returns the first line.
+    func firstLine(timeout: Double = 30) -> String? {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while !output.contains("\n") {
+            if !condition.wait(until: deadline) { return nil }
+        }
+        return output.components(separatedBy: "\n").first
+    }
+
+    /// Sends `signal`.
+    func send(_ signal: Int32) {
+        kill(process.processIdentifier, signal)
+    }
+
+    /// Waits for the exit status, at most `timeout` seconds (`nil`: still running; it is killed).
+    func waitForExit(timeout: Double = 30) -> Int32? {
+        if exited.wait(timeout: .now() + timeout) == .timedOut {
+            process.terminate()
+            return nil
+        }
+        // The rest of the output: the handlers may not have read it all yet.
+        for (pipe, isOutput) in [(pipes.out, true), (pipes.err, false)] {
+            pipe.fileHandleForReading.readabilityHandler = nil
+            let rest = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            condition.lock()
+            if isOutput { output += rest } else { errors += rest }
+            condition.unlock()
+        }
+        return process.terminationStatus
+    }
+
+    /// Runs `feedsync arguments` to its end.
+    static func run(_ arguments: [String], home: String) throws -> (status: Int32?, stdout: String, stderr: String) {
+        let child = try ChildProcess(arguments, home: home)
+        let status = child.waitForExit()
+        return (status, child.stdout, child.stderr)
+    }
+}

@@ -1,0 +1,136 @@
+import FeedJSON
+import FeedServer
+import FeedSync
+import FeedTestSupport
+import FeedTestThreads
+import Foundation
+import Testing
+
+/// `GET /api/events`: the log after the cursor, then live, each seq once and in order.
+@Suite(.ownThreads) struct EventStreamTests {
+    @Test(arguments: TestBackend.allCases)
+    func theStreamResumesAfterItsCursorThenGoesLive(on backend: TestBackend) throws {
+        guard let sut = try ServerFixture(on: backend) else { return }
+        defer { sut.close() }
+        let fromStart = try EventFollower(port: sut.port)
+        let afterFour = try EventFollower(port: sut.port, query: "?after=4")
+        let lastEventIDWins = try EventFollower(port: sut.port, query: "?after=1", lastEventID: "5")
+        #expect(fromStart.wait { $0.seqs.count == 6 })
+        #expect(fromStart.response.status == 200)
+        #expect(fromStart.response.headers["content-type"] == "text/event-stream")
+        #expect(fromStart.response.headers["cache-control"] == "no-cache")
+        #expect(afterFour.wait { $0.seqs == [5, 6] })
+        #expect(lastEventIDWins.wait { $0.seqs == [6] })
+        let first = try #require(fromStart.received.first)
+        let logged = try sut.service.events(after: 0, limit: 1)[0]
+        #expect(first.id == "1")
+        #expect(first.data == JSONShapes.event(logged).rendered)
+        #expect(first.data.hasPrefix(#"{"seq":1,"kind":"userCreated","postID":null,"userID":"alice","likeCount":null,"at":"20"#))
+
+        try sut.service.like(userID: "bob", postID: "p1")
+        try sut.service.unlike(userID: "bob", postID: "p1")
+        for follower in [fromStart, afterFour, lastEventIDWins] {
+            #expect(follower.wait { $0.seqs.last == 8 })
+        }
+        #expect(fromStart.seqs == Array(1...8))
+        #expect(afterFour.seqs == [5, 6, 7, 8])
+        #expect(lastEventIDWins.seqs == [6, 7, 8])
+        #expect(fromStart.received.last?.data.contains(#""kind":"unliked","postID":"p1","userID":"bob","likeCount":0"#) == true)
+    }
+
+    @Test func anIdleStreamGetsKeepAliveComments() throws {
+        guard let sut = try ServerFixture(on: .sqlite, heartbeat: 1) else { return }
+        defer { sut.close() }
+        let follower = try EventFollower(port: sut.port, query: "?after=6")
+        #expect(follower.wait { $0.commentCount >= 2 })
+        #expect(follower.seqs.isEmpty)
+        try sut.service.like(userID: "alice", postID: "p2")
+        #expect(follower.wait { $0.seqs == [7] })
+    }
+
+    @Test(arguments: TestBackend.allCases)
+    func prunedHistoryIsOneEventThenTheEnd(on backend: TestBackend) throws {
+        guard let sut = try ServerFixture(on: backend) else { return }
+        defer { sut.close() }
+        try sut.service.like(userID: "alice", postID: "p2")  // seq 7
+        _ = try sut.service.pruneEvents(through: 5)
+        let stale = try EventFollower(port: sut.port, query: "?after=2")
+        #expect(stale.wait { $0.isEnded })
+        #expect(stale.received == [EventFollower.Event(id: nil, name: "historyPruned", data: #"{"prunedThrough":5}"#)])
+        let current = try EventFollower(port: sut.port, query: "?after=5")
+        #expect(current.wait { $0.seqs == [6, 7] })
+        // Pruning as far as it goes (the log keeps its last event): a cursor before it is told so.
+        _ = try sut.service.pruneEvents(through: 7)
+        let older = try EventFollower(port: sut.port, query: "?after=3")
+        #expect(older.wait { $0.isEnded })
+        #expect(older.received == [EventFollower.Event(id: nil, name: "historyPruned", data: #"{"prunedThrough":6}"#)])
+        #expect(current.isEnded == false)
+    }
+
+    @Test(arguments: TestBackend.allCases)
+    func twoFollowersSeeEverySeqOnceInOrderUnderConcurrentToggles(on backend: TestBackend) throws {
+        guard let sut = try ServerFixture(on: backend) else { return }
+        defer { sut.close() }
+        let followers = [try EventFollower(port: sut.port, query: "?after=3"), try EventFollower(port: sut.port, query: "?after=3")]
+        let threads = 8
+        let togglesPerThread = 40
+        let done = DispatchGroup()
+        let failures = LockedValue(0)
+        let progress = LockedValue(0)
+        for thread in 0..<threads {
+            done.enter()
+            let user = ["alice", "bob", "carol"][thread % 3]
+            let post = "p\(thread % 3 + 1)"
+            Thread {
+                defer { done.leave() }
+                for _ in 0..<togglesPerThread {
+                    do {
+                        try sut.service.toggle(userID: user, postID: post)
+                        progress.withLock { $0 += 1 }
+                    } catch {
+                        failures.withLock { $0 += 1 }
+                    }
+                }
+            }.start()
+        }
+        #expect(waitWhileProgressing("toggles", progress: { progress.withLock { $0 } }) { done.wait(timeout: $0) })
+        #expect(failures.withLock { $0 } == 0)
+        let log = try sut.service.events(after: 3).map(\.seq)
+        #expect(log.count == 3 + threads * togglesPerThread)
+        for follower in followers {
+            #expect(
+                waitWhileProgressing("follower", progress: { follower.seqs.count }) { _ in
+                    follower.wait(timeout: 0.5) { $0.seqs.count >= log.count } ? .success : .timedOut
+                })
+            #expect(follower.seqs == log)
+            #expect(follower.received.allSatisfy { $0.name == nil })
+        }
+    }
+
+    @Test func stoppingLetsARequestInFlightFinish() throws {
+        guard let sut = try ServerFixture(on: .sqlite) else { return }
+        let answer = LockedValue<HTTPTestResponse?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let port = sut.port
+        Thread {
+            answer.withLock { $0 = try? HTTPTestClient.request("GET", "/api/posts/p1", port: port, token: "tok-slow") }
+            done.signal()
+        }.start()
+        #expect(sut.slowTokenSeen.wait(timeout: .now() + 20) == .success)
+        sut.close()
+        #expect(done.wait(timeout: .now() + 20) == .success)
+        #expect(answer.withLock { $0?.status } == 200)
+    }
+
+    @Test func stoppingTheServerEndsOpenStreamsPromptly() throws {
+        guard let sut = try ServerFixture(on: .sqlite) else { return }
+        let followers = [try EventFollower(port: sut.port), try EventFollower(port: sut.port, query: "?after=6")]
+        #expect(followers[0].wait { $0.seqs.count == 6 })
+        #expect(followers[1].wait { $0.response.status == 200 })
+        let started = ContinuousClock.now
+        sut.close()
+        #expect(ContinuousClock.now - started < .seconds(5))
+        for follower in followers { #expect(follower.wait { $0.isEnded }) }
+        #expect(throws: (any Error).self) { try HTTPTestClient.request("GET", "/health", port: sut.port) }
+    }
+}
