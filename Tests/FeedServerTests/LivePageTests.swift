@@ -27,7 +27,7 @@ struct LivePageTests {
 
     @Test func rootServesThePageAsHTML() async throws {
         let directory = TemporaryDirectory("feedsync-page")
-        let server = try ServeProcess.start(database: directory.file("feed.sqlite"), home: directory.path)
+        let server = try ServeProcess(database: directory.file("feed.sqlite"), home: directory.path, extra: ["--demo"])
         defer { server.stop() }
         let (data, response) = try await URLSession.shared.data(from: try #require(URL(string: server.url)))
         let http = try #require(response as? HTTPURLResponse)
