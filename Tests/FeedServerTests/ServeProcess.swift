@@ -1,0 +1,55 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `feedsync serve` as a child process (``ChildProcess``) on a free port, with the URL its start line reports.
+///
+/// ``stop()`` (also run on release, so a failing test stops it too) sends SIGINT and waits, bounded, for the end.
+final class ServeProcess: Sendable {
+    /// The server's base URL, ending in `/`.
+    let url: String
+    private let child: ChildProcess
+    /// Set by the first ``stop()``: whether it ran, and the exit status it saw.
+    private let stopped = Mutex<(done: Bool, status: Int32?)>((false, nil))
+
+    /// Starts `feedsync --db DATABASE serve --listen 127.0.0.1:0 EXTRA…` with `HOME` set to `home` and waits (at
+    /// most `timeout` seconds) for `feedsync: serving … on http://127.0.0.1:PORT/ (Ctrl-C to stop)`.
+    init(database: String, home: String, extra: [String] = [], timeout: Double = 30) throws {
+        child = try ChildProcess(["--db", database, "serve", "--listen", "127.0.0.1:0"] + extra, home: home)
+        guard let line = child.firstLine(timeout: timeout), let match = line.firstMatch(of: #/serving .* on (http:\S+/) /#)
+        else {
+            child.send(SIGKILL)
+            _ = child.waitForExit(timeout: 10)
+            throw ServeError(description: "feedsync serve printed no start line: \(child.stdout) \(child.stderr)")
+        }
+        url = String(match.1)
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// What the server printed so far, stdout then stderr.
+    var log: String { child.stdout + child.stderr }
+
+    /// Sends SIGINT and waits for the exit status (`nil`: it did not end within 10 s and was killed). Safe to call
+    /// twice.
+    @discardableResult
+    func stop() -> Int32? {
+        stopped.withLock { stopped in
+            if !stopped.done {
+                child.send(SIGINT)
+                stopped = (true, child.waitForExit(timeout: 10))
+            }
+            return stopped.status
+        }
+    }
+}
+
+/// The server did not start.
+struct ServeError: Error, CustomStringConvertible {
+    let description: String
+}
