@@ -18,6 +18,8 @@ package enum Route: Sendable, Hashable {
     case syncPush
     /// `POST /api/sync/pull`.
     case syncPull
+    /// `GET /api/demo/tokens`: the sample users' tokens, when the server runs with `--demo` (404 otherwise).
+    case demoTokens
 
     /// What a request asks for: a route, a known path with another method, or nothing.
     package enum Match: Sendable, Hashable {
@@ -42,7 +44,7 @@ package enum Route: Sendable, Hashable {
     /// Who the route serves.
     package var access: Access {
         switch self {
-        case .livePage, .health, .events: .anyone
+        case .livePage, .health, .events, .demoTokens: .anyone
         case .feed, .post: .viewer
         case .createPost, .like, .syncPush, .syncPull: .user
         }
@@ -67,6 +69,7 @@ package enum Route: Sendable, Hashable {
         case ["api", "events"]: methods = ["GET": .events]
         case ["api", "sync", "push"]: methods = ["POST": .syncPush]
         case ["api", "sync", "pull"]: methods = ["POST": .syncPull]
+        case ["api", "demo", "tokens"]: methods = ["GET": .demoTokens]
         case let segments where segments.count == 3 && segments[0] == "api" && segments[1] == "posts":
             methods = ["GET": .post(id: segments[2])]
         case let segments where segments.count == 4 && segments[0] == "api" && segments[1] == "posts" && segments[3] == "like":

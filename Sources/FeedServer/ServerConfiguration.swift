@@ -18,6 +18,23 @@ package struct ServerConfiguration: Sendable {
     package var heartbeat = 15
     /// Demo mode: the page offers the sample users' tokens (loopback only).
     package var demo = false
+    /// In demo mode, the users `GET /api/demo/tokens` offers, with a token each.
+    package var demoUsers: [DemoUser] = []
+
+    /// A user the demo page offers, with a token for it.
+    package struct DemoUser: Sendable {
+        /// The user's id and display name.
+        package var user: String, name: String
+        /// A bearer token of that user.
+        package var token: String
+
+        /// A demo user from its parts.
+        package init(user: String, name: String, token: String) {
+            self.user = user
+            self.name = name
+            self.token = token
+        }
+    }
 
     /// The defaults.
     package init() {}

@@ -51,6 +51,14 @@ extension ServerCore {
             case .syncPush, .syncPull:
                 guard let userID = context.userID else { return .unauthorized("this route needs a token") }
                 return sync(route == .syncPush ? .push : .pull, body: Data(context.body), userID: userID)
+            case .demoTokens:
+                guard configuration.demo else { return .error(404, code: "notFound", "no route GET /api/demo/tokens") }
+                return .json(
+                    200,
+                    .array(
+                        configuration.demoUsers.map { demo in
+                            .object([("user", .string(demo.user)), ("name", .string(demo.name)), ("token", .string(demo.token))])
+                        }))
             case .events:
                 return .error(500, code: "internal", "the event stream is not a complete answer")
             }

@@ -58,7 +58,13 @@ public import Foundation
             let task = streaming.dataTask(with: request)
             task.resume()
             await withTaskGroup(of: Void.self) { group in
-                group.addTask { await listener.firstEvent() }
+                group.addTask {
+                    await withTaskCancellationHandler {
+                        await listener.firstEvent()
+                    } onCancel: {
+                        listener.finish()
+                    }
+                }
                 group.addTask { try? await Task.sleep(for: timeout) }
                 await group.next()
                 group.cancelAll()

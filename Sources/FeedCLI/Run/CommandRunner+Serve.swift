@@ -9,6 +9,22 @@ internal import FeedSync
         /// The service's ``FeedService/run()`` keeps going meanwhile, so other processes' and machines' commits reach
         /// the event streams. On a signal the server stops (streams end, requests in flight finish), then the watch
         /// and the database close.
+        /// The label of the tokens `serve --demo` issues; a later `serve --demo` revokes the earlier run's.
+        static let demoTokenLabel = "serve --demo"
+
+        /// A fresh token for each user of the demo database, the previous demo run's revoked.
+        private func demoUsers(_ service: FeedService) throws(CLIError) -> [ServerConfiguration.DemoUser] {
+            try attempt { () throws(FeedError) in
+                for token in try service.tokens() where token.label == Self.demoTokenLabel && token.revokedAt == nil {
+                    _ = try service.revokeToken(id: token.id)
+                }
+                return try service.users().map { user throws(FeedError) in
+                    let issued = try service.issueToken(userID: user.id, label: Self.demoTokenLabel)
+                    return ServerConfiguration.DemoUser(user: user.id, name: user.name, token: issued.token)
+                }
+            }
+        }
+
         func serve(_ command: ServeCommand) async throws(CLIError) -> ExitCode {
             // First, so that a signal from now on ends the run through the normal path.
             let stop = StopSignal()
@@ -22,6 +38,7 @@ internal import FeedSync
             configuration.host = command.host
             configuration.port = command.port
             configuration.demo = command.demo
+            if command.demo { configuration.demoUsers = try demoUsers(service) }
             let server: HTTPServer
             do {
                 server = try HTTPServer(
