@@ -93,7 +93,8 @@ import Testing
         #expect(try server.feedsync("--db", replica, "like", "p2").status == 0)
         let list = try server.feedsync("--db", server.location, "token", "list", "--json")
         let id = try #require(
-            ((try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: Any])?["tokens"] as? [[String: Any]])?.first?["id"]
+            ((try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: Any])?["tokens"] as? [[String: Any]])?.first?[
+                "id"]
                 as? String)
         #expect(try server.feedsync("--db", server.location, "token", "revoke", id).status == 0)
         let refused = try server.feedsync("--db", replica, "sync")
