@@ -107,7 +107,10 @@ package final class HTTPServer: Sendable {
         _ configuration: ServerConfiguration, ipv6: Bool, sockaddr: UnsafeMutableRawPointer, context: UnsafeMutableRawPointer,
         failure: inout Int32
     ) -> OpaquePointer? {
+        // poll(2), not select(2): a process with more than 1,024 open files (a busy server, a test run) gets socket
+        // numbers select cannot watch, and libmicrohttpd would drop those connections unanswered.
         var flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_ITC.rawValue
+        flags |= MHD_USE_POLL.rawValue
         flags |= MHD_USE_ERROR_LOG.rawValue
         if ipv6 { flags |= MHD_USE_IPv6.rawValue }
         let logger: MHD_LogCallback = { context, format, arguments in
