@@ -10,28 +10,29 @@ struct BrowserError: Error, CustomStringConvertible {
     }
 }
 
-/// One WebSocket connection to Chromium's DevTools endpoint, speaking the Chrome DevTools Protocol
-/// (<https://chromedevtools.github.io/devtools-protocol/>).
+/// One connection to Chromium's DevTools over its `--remote-debugging-pipe` (``DevToolsPipe``), speaking the Chrome
+/// DevTools Protocol (<https://chromedevtools.github.io/devtools-protocol/>).
 ///
 /// Commands carry an `id`; the answer with that id resumes the caller. Pages are reached through flat sessions
-/// (`Target.attachToTarget` with `flatten: true`): a command for a page carries its `sessionId` on this same socket.
+/// (`Target.attachToTarget` with `flatten: true`): a command for a page carries its `sessionId` on this same pipe.
 /// Every command has a deadline, so a browser that stops answering fails the test instead of hanging it.
 final class CDPConnection: Sendable {
-    private let socket: WebSocket
+    private let pipe: DevToolsPipe
     private let pending: PendingCommands
 
-    /// Connects to `url` (`ws://127.0.0.1:PORT/devtools/browser/…`) and starts reading its messages.
-    init(url: URL) throws {
+    /// Starts reading `pipe`'s messages; `describeClose` adds to the error of commands that the pipe's end fails.
+    init(pipe: DevToolsPipe, describeClose: @escaping @Sendable () -> String = { "" }) {
         let pending = PendingCommands()
         self.pending = pending
-        socket = try WebSocket(
-            url: url, onMessage: { pending.handle($0) },
-            onClose: { pending.failAll(BrowserError("the DevTools connection closed: \($0)")) })
+        self.pipe = pipe
+        pipe.start(
+            onMessage: { pending.handle($0) },
+            onClose: { pending.failAll(BrowserError("the DevTools connection closed: \($0) \(describeClose())")) })
     }
 
-    /// Closes the socket; commands still waiting fail.
+    /// Closes the pipe; commands still waiting fail.
     func close() {
-        socket.close()
+        pipe.close()
         pending.failAll(BrowserError("the DevTools connection was closed"))
     }
 
@@ -55,7 +56,7 @@ final class CDPConnection: Sendable {
         let data = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Data, any Error>) in
             guard pending.register(id, continuation) else { return }
             do {
-                try socket.send(text)
+                try pipe.send(text)
             } catch {
                 pending.fail(id, BrowserError("\(method): cannot send: \(error)"))
             }

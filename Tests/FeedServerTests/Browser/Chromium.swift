@@ -33,14 +33,14 @@ final class Chromium: Sendable {
         close()
     }
 
-    /// Starts the browser and connects to it, waiting at most `timeout` for its DevTools endpoint.
+    /// Starts the browser with its DevTools on two pipes, waiting at most `timeout` for its first answer.
     static func launch(timeout: Duration = .seconds(30)) async throws -> Chromium {
         guard let executable else { throw BrowserError("no chromium (set FEEDSYNC_CHROMIUM or install chromium)") }
         let directory = TemporaryDirectory("feedsync-chromium")
         let profile = directory.file("profile")
         try FileManager.default.createDirectory(atPath: profile, withIntermediateDirectories: true)
         let arguments = [
-            "--headless=new", "--no-sandbox", "--disable-gpu", "--remote-debugging-port=0", "--user-data-dir=\(profile)",
+            "--headless=new", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe", "--user-data-dir=\(profile)",
             "--no-first-run", "--no-default-browser-check", "--disable-extensions", "--disable-sync",
             "--disable-component-update", "--disable-crash-reporter", "--disable-breakpad", "--mute-audio",
             // Two pages at once: neither may be throttled as a background tab while the other is in front.
@@ -49,31 +49,29 @@ final class Chromium: Sendable {
         ]
         var environment = ProcessInfo.processInfo.environment
         for key in ["HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"] { environment[key] = directory.path }
-        let process = try ProcessGroup(
-            executable: executable, arguments: arguments, environment: environment, log: directory.file("chromium.log"))
+        let log = directory.file("chromium.log")
+        let pipe = try DevToolsPipe()
+        let process: ProcessGroup
         do {
-            let url = try await devToolsURL(profile: profile, process: process, log: directory.file("chromium.log"), timeout: timeout)
-            return Chromium(process: process, directory: directory, connection: try CDPConnection(url: url))
+            defer { pipe.closeChildEnds() }
+            process = try ProcessGroup(
+                executable: executable, arguments: arguments, environment: environment, log: log,
+                descriptors: [3: pipe.childCommands, 4: pipe.childAnswers])
         } catch {
-            process.kill()
+            pipe.close()
             throw error
         }
-    }
-
-    /// Reads `DevToolsActivePort` (the port, then the browser's path) once Chromium has written it.
-    private static func devToolsURL(profile: String, process: ProcessGroup, log: String, timeout: Duration) async throws -> URL {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let text = try? String(contentsOfFile: profile + "/DevToolsActivePort", encoding: .utf8) {
-                let lines = text.split(separator: "\n")
-                if lines.count >= 2, let url = URL(string: "ws://127.0.0.1:\(lines[0])\(lines[1])") { return url }
-            }
-            if !process.isRunning {
-                throw BrowserError("chromium exited at start: \(Self.tail(of: log))")
-            }
-            try await Task.sleep(for: .milliseconds(20))
+        let browser = Chromium(
+            process: process, directory: directory,
+            connection: CDPConnection(pipe: pipe, describeClose: { "(chromium: \(Self.tail(of: log)))" }))
+        do {
+            // The first answer shows that the browser is up and reads the pipe.
+            _ = try await browser.connection.call("Browser.getVersion", timeout: timeout)
+        } catch {
+            browser.close()
+            throw error
         }
-        throw BrowserError("chromium wrote no DevToolsActivePort within \(timeout): \(Self.tail(of: log))")
+        return browser
     }
 
     /// The last lines of chromium's output, for failure messages.

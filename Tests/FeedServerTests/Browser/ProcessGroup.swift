@@ -9,8 +9,12 @@ final class ProcessGroup: Sendable {
     /// Whether the group was killed, and whether the child was reaped.
     private let state = Mutex((killed: false, reaped: false))
 
-    /// Starts `executable` with stdin from `/dev/null` and stdout and stderr appended to `log`.
-    init(executable: String, arguments: [String], environment: [String: String], log: String) throws {
+    /// Starts `executable` with stdin from `/dev/null`, stdout and stderr appended to `log`, and each of this
+    /// process's descriptors in `descriptors` (child's number: ours) under the child's number.
+    init(
+        executable: String, arguments: [String], environment: [String: String], log: String,
+        descriptors: [Int32: Int32] = [:]
+    ) throws {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -22,6 +26,7 @@ final class ProcessGroup: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        for (child, parent) in descriptors { posix_spawn_file_actions_adddup2(&actions, parent, child) }
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { for pointer in argv + envp { free(pointer) } }
@@ -33,16 +38,6 @@ final class ProcessGroup: Sendable {
 
     deinit {
         kill()
-    }
-
-    /// Whether the child is still running (a child that ended is reaped here).
-    var isRunning: Bool {
-        state.withLock { state in
-            if state.reaped { return false }
-            var status: Int32 = 0
-            state.reaped = waitpid(pid, &status, WNOHANG) == pid
-            return !state.reaped
-        }
     }
 
     /// Sends SIGKILL to the whole group (also when the child ended: its helpers may not have) and reaps the child.
