@@ -1,4 +1,4 @@
-/// Dispatches `w1` … `w7` (bench/WORKLOADS.md) and `w8` (replicas, Docs/Performance.md); each prints one JSON line and
+/// Dispatches `w1` … `w7` (bench/WORKLOADS.md), `w8` (replicas) and `w9` (`feedsync serve`, Docs/Performance.md); each prints one JSON line and
 /// returns whether its checks passed.
 enum Workloads {
     /// Runs the workload named by `args.command`; returns whether its checks passed.
@@ -12,7 +12,8 @@ enum Workloads {
         case "w6": try W6CatchUp.run(args)
         case "w7": try W7Concurrent.run(args)
         case "w8": try W8Replica.run(args)
-        default: throw BenchError("unknown subcommand \(args.command); use w1 … w8")
+        case "w9": try W9Serve.run(args)
+        default: throw BenchError("unknown subcommand \(args.command); use w1 … w9")
         }
     }
 }
