@@ -57,6 +57,27 @@ import Testing
         #expect(answer.status == 200)
     }
 
+    @Test func anEndlessChunkedBodyIsCutOffOnceOverTheLimit() throws {
+        guard let sut = try ServerFixture(on: .sqlite) else { return }
+        defer { sut.close() }
+        let fd = try HTTPTestClient.connect(port: sut.port, timeout: 15)
+        defer { close(fd) }
+        let head = "POST /api/posts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer tok-alice\r\nTransfer-Encoding: chunked\r\n\r\n"
+        HTTPTestClient.send(fd, Array(head.utf8))
+        let chunk = Array("2000\r\n".utf8) + [UInt8](repeating: UInt8(ascii: "x"), count: 0x2000) + Array("\r\n".utf8)
+        // The body never ends: the server drops what passes the 64 KiB limit, then closes (after 1 MiB more), and
+        // does not follow it forever.
+        let deadline = Date(timeIntervalSinceNow: 20)
+        var sent = 0
+        while Date() < deadline, !readable(fd, within: 0), HTTPTestClient.send(fd, chunk) { sent += chunk.count }
+        #expect(Date() < deadline, "the server still reads an endless body after \(sent) bytes")
+        #expect(sent < 8 << 20, "the server read \(sent) bytes of a body over a 64 KiB limit")
+        let answer = try? HTTPTestClient.parse(readToEnd(fd))
+        #expect(answer == nil || answer?.status == 413)
+        print("endless chunked body: cut off after \(sent) bytes sent, answer \(answer.map { "\($0.status)" } ?? "none")")
+        #expect(try sut.request("GET", "/health").status == 200)
+    }
+
     @Test func connectionsOverTheLimitWaitForAFreeSlotAndEverySlotComesBack() throws {
         let limit = 16
         guard let sut = try ServerFixture(on: .sqlite, configure: { $0.maximumConnections = limit }) else { return }
