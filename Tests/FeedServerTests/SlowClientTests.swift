@@ -71,7 +71,8 @@ import Testing
         var sent = 0
         while Date() < deadline, !readable(fd, within: 0), HTTPTestClient.send(fd, chunk) { sent += chunk.count }
         #expect(Date() < deadline, "the server still reads an endless body after \(sent) bytes")
-        #expect(sent < 8 << 20, "the server read \(sent) bytes of a body over a 64 KiB limit")
+        // What was sent includes what both sockets' buffers hold (several MiB on loopback).
+        #expect(sent < 16 << 20, "the server read \(sent) bytes of a body over a 64 KiB limit")
         let answer = try? HTTPTestClient.parse(readToEnd(fd))
         #expect(answer == nil || answer?.status == 413)
         print("endless chunked body: cut off after \(sent) bytes sent, answer \(answer.map { "\($0.status)" } ?? "none")")
