@@ -15,6 +15,8 @@ final class ServerCore: Sendable {
     let signals: ServerSignals
     /// `GET /api/feed`'s page size when the request names none.
     static let defaultPageSize = 20
+    /// How many bytes of a chunked body past the route's limit are read and dropped before the connection is closed.
+    static let discardAllowance = 1 << 20
 
     init(
         service: FeedService, configuration: ServerConfiguration, authenticator: @escaping HTTPServer.Authenticator,
@@ -39,7 +41,8 @@ final class ServerCore: Sendable {
     /// The first call of a request comes once its headers are read: it creates the request's context in
     /// `*contextSlot` (released by ``requestCompleted(_:)``) and answers at once what needs no body — an unknown
     /// route, a wrong method, a refused token, a `Content-Length` over the limit. Later calls hand over body chunks,
-    /// which the context collects up to the route's limit; the last call (no data) runs the route.
+    /// which the context collects up to the route's limit (a chunked body over it is dropped, and its connection closed
+    /// once ``discardAllowance`` more arrived); the last call (no data) runs the route.
     func handle(
         _ connection: OpaquePointer, path: String, method: String, upload: UnsafePointer<CChar>?,
         uploadSize: UnsafeMutablePointer<Int>, contextSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>
@@ -58,6 +61,9 @@ final class ServerCore: Sendable {
         if uploadSize.pointee > 0 {
             if let upload, !context.answered { context.append(UnsafeRawBufferPointer(start: upload, count: uploadSize.pointee)) }
             uploadSize.pointee = 0
+            // A chunked body over the limit is read on (and dropped) so that its end gets the 413, but not without
+            // end: past the allowance the connection is closed. libmicrohttpd takes no answer while a body arrives.
+            if context.tooLarge, context.received > context.limit + Self.discardAllowance { return .NO }
             return .YES
         }
         guard !context.answered, let route = context.route else { return .YES }
@@ -174,9 +180,12 @@ final class RequestContext {
     var body: [UInt8] = []
     var tooLarge = false
     var answered = false
+    /// Body bytes received, kept or dropped.
+    var received = 0
 
     /// Adds a body chunk, or drops the body once it passed the limit.
     func append(_ chunk: UnsafeRawBufferPointer) {
+        received += chunk.count
         guard !tooLarge else { return }
         if body.count + chunk.count > limit {
             tooLarge = true

@@ -74,6 +74,12 @@ final class ChildProcess: @unchecked Sendable {
         return output.components(separatedBy: "\n").first
     }
 
+    /// The child's process id (for `/proc/PID/status`).
+    var pid: Int32 { process.processIdentifier }
+
+    /// Whether the child has not exited yet.
+    var isRunning: Bool { process.isRunning }
+
     /// Sends `signal`.
     func send(_ signal: Int32) {
         kill(process.processIdentifier, signal)

@@ -32,6 +32,15 @@ final class ServeProcess: Sendable {
         stop()
     }
 
+    /// The server's port.
+    var port: UInt16 { UInt16(url.split(separator: ":").last?.split(separator: "/").first ?? "") ?? 0 }
+
+    /// The server's process id.
+    var pid: Int32 { child.pid }
+
+    /// Whether the process is still running (it has not exited or been reaped).
+    var isAlive: Bool { child.isRunning }
+
     /// What the server printed so far, stdout then stderr.
     var log: String { child.stdout + child.stderr }
 
