@@ -8,7 +8,7 @@ import Testing
 /// push but before the replica recorded the answer, in the middle of a pull — on several replicas of several users
 /// while the source takes writes of its own. Then every replica syncs to the end: each equals the source for its
 /// user, the source's counts equal its rows, every mutation was applied once, and nothing was rejected.
-@Suite(.ownThreads) struct ReplicaKillTests {
+@Suite(.ownThreads, .heavy) struct ReplicaKillTests {
     @Test(arguments: TestBackend.allCases)
     func syncKilledAtRandomMomentsLosesNothingAndAppliesNothingTwice(on backend: TestBackend) throws {
         let home = TemporaryDirectory("feedsync-replica-kill")

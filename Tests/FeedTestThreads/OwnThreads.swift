@@ -59,3 +59,57 @@ public final class ThreadPerJobExecutor: TaskExecutor {
         thread.start()
     }
 }
+
+/// Runs a suite's tests one heavy suite at a time across the whole test run: suites that load both cores for tens of
+/// seconds (floods of requests, a browser, stress tests with many processes) take turns, so that they neither starve
+/// each other nor, all at once, every timing bound of the suites running beside them.
+public struct HeavyTrait: SuiteTrait, TestTrait, TestScoping {
+    public var isRecursive: Bool { true }
+
+    public func provideScope(
+        for test: Test, testCase: Test.Case?, performing function: @concurrent @Sendable () async throws -> Void
+    ) async throws {
+        // Turns are taken around each test case only: the suite's and the function's scopes pass through, so that
+        // nothing holds the turn while waiting for it again.
+        guard testCase != nil else {
+            try await function()
+            return
+        }
+        await HeavyGate.shared.acquire()
+        do {
+            try await function()
+        } catch {
+            await HeavyGate.shared.release()
+            throw error
+        }
+        await HeavyGate.shared.release()
+    }
+}
+
+extension Trait where Self == HeavyTrait {
+    /// Takes turns with the other heavy suites of the run (see ``HeavyTrait``).
+    public static var heavy: Self { HeavyTrait() }
+}
+
+/// A process-wide turn for heavy tests: one at a time, in arrival order.
+actor HeavyGate {
+    static let shared = HeavyGate()
+    private var busy = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    func acquire() async {
+        if !busy {
+            busy = true
+            return
+        }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+
+    func release() {
+        if waiters.isEmpty {
+            busy = false
+        } else {
+            waiters.removeFirst().resume()
+        }
+    }
+}
