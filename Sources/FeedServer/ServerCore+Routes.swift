@@ -77,20 +77,10 @@ extension ServerCore {
         }
     }
 
-    /// Runs the replica protocol's route as `userID` with ``SyncEndpoint``, whose API is async: the connection's
-    /// thread waits for it (the endpoint runs its work on the service's blocking pool, never on this thread, so the
-    /// wait cannot hold up what it waits for).
+    /// Runs the replica protocol's route as `userID` with ``SyncEndpoint``, on the connection's own thread: nothing
+    /// here waits for Swift's cooperative pool, which a busy process may have starved.
     private func sync(_ route: SyncEndpoint.Route, body: Data, userID: String) -> HTTPAnswer {
-        let endpoint = SyncEndpoint(service: service)
-        let result = Mutex<SyncEndpoint.Response?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Task {
-            let response = await endpoint.respond(to: route, body: body, userID: userID)
-            result.withLock { $0 = response }
-            done.signal()
-        }
-        done.wait()
-        guard let response = result.withLock({ $0 }) else { return .unavailable("the sync did not answer") }
+        let response = SyncEndpoint(service: service).respondOnThisThread(to: route, body: body, userID: userID)
         return HTTPAnswer(status: UInt32(response.status), headers: [("Content-Type", "application/json")], body: Array(response.body))
     }
 }

@@ -91,6 +91,23 @@ public struct SyncEndpoint: Sendable {
         }
     }
 
+    /// ``respond(to:body:userID:)`` on the calling thread, for a server that runs each request on a thread of its own
+    /// (`feedsync serve`): it never waits for Swift's cooperative pool.
+    package func respondOnThisThread(to route: Route, body: Data, userID: String) -> Response {
+        do throws(SyncError) {
+            switch route {
+            case .push:
+                let answer = try service.applyPush(try Self.decode(PushRequest.self, from: body), userID: userID)
+                return Response(status: 200, body: (try? Self.encoder.encode(answer)) ?? Data())
+            case .pull:
+                let answer = try service.answerPull(try Self.decode(PullRequest.self, from: body), userID: userID)
+                return Response(status: 200, body: (try? Self.encoder.encode(answer)) ?? Data())
+            }
+        } catch {
+            return Self.errorResponse(error)
+        }
+    }
+
     /// The HTTP status for an error: 400 for a bad message, 401 unauthorized, 403 another user's client or an
     /// unknown user, 503 unavailable (retry), 500 otherwise.
     public static func status(for error: SyncError) -> Int {
