@@ -1,3 +1,4 @@
+import FeedTestSupport
 import Foundation
 
 /// The outcome of one `feedsync` run.
@@ -46,8 +47,8 @@ enum CLIRun {
         try process.run()
         input.fileHandleForWriting.write(Data(stdin.utf8))
         try input.fileHandleForWriting.close()
-        let outData = output.fileHandleForReading.readDataToEndOfFile()
-        let errData = errors.fileHandleForReading.readDataToEndOfFile()
+        let outData = readAll(output.fileHandleForReading)
+        let errData = readAll(errors.fileHandleForReading)
         process.waitUntilExit()
         return CLIResult(
             status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),

@@ -498,7 +498,7 @@ import Testing
             Data("BEGIN IMMEDIATE; INSERT INTO users (id, name, created_at) VALUES ('lock', '', 0); SELECT 'locked';\n".utf8))
         var seen = Data()
         while !String(decoding: seen, as: UTF8.self).contains("locked") {
-            let chunk = output.fileHandleForReading.availableData
+            let chunk = readSome(output.fileHandleForReading)
             try #require(!chunk.isEmpty)
             seen += chunk
         }

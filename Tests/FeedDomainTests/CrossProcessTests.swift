@@ -36,7 +36,7 @@ final class Child: @unchecked Sendable {
             defer { outputEnded.signal() }
             var pending = Data()
             while true {
-                let chunk = handle.availableData
+                let chunk = readSome(handle)
                 if chunk.isEmpty { break }
                 pending.append(chunk)
                 while let newline = pending.firstIndex(of: 0x0A) {

@@ -53,3 +53,24 @@ public func eventually(seconds: Double = 10, _ predicate: () -> Bool) -> Bool {
     }
     return true
 }
+
+/// The next bytes of `handle` (empty at end of file), read with `read(2)` and retried on `EINTR`: Foundation's
+/// `availableData` traps when a signal (a child's `SIGCHLD`) interrupts its read.
+public func readSome(_ handle: FileHandle) -> Data {
+    var buffer = [UInt8](repeating: 0, count: 65_536)
+    while true {
+        let count = read(handle.fileDescriptor, &buffer, buffer.count)
+        if count >= 0 { return Data(buffer[0..<count]) }
+        if errno != EINTR { return Data() }
+    }
+}
+
+/// Everything `handle` gives until end of file, read as ``readSome(_:)`` does.
+public func readAll(_ handle: FileHandle) -> Data {
+    var data = Data()
+    while true {
+        let chunk = readSome(handle)
+        if chunk.isEmpty { return data }
+        data.append(chunk)
+    }
+}
