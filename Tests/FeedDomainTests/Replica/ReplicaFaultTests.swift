@@ -32,7 +32,7 @@ import Testing
         let problems = LockedLog<String>()
         for (index, device) in devices.enumerated() {
             watchdog.spawn("device\(index)") { worker in
-                var random = SplitMix(seed: UInt64(100 + index))
+                var random = ConcurrencyStressTests.StressRandom(seed: UInt64(100 + index))
                 for step in 0..<80 {
                     let post = "p\(1 + random.next(8))"
                     do {
@@ -62,7 +62,7 @@ import Testing
             }
         }
         watchdog.spawn("source") { worker in
-            var random = SplitMix(seed: 7)
+            var random = ConcurrencyStressTests.StressRandom(seed: 7)
             for step in 0..<150 {
                 let user = ["dave", "erin"][random.next(2)]
                 let post = "p\(1 + random.next(8))"
@@ -113,7 +113,7 @@ final class LossyTransport: SyncTransport {
     }
 
     private struct State {
-        var random: SplitMix
+        var random: ConcurrencyStressTests.StressRandom
         var healed = false
         var faults = Faults()
     }
@@ -123,7 +123,7 @@ final class LossyTransport: SyncTransport {
 
     init(inner: any SyncTransport, seed: UInt64) {
         self.inner = inner
-        state = LockedValue(State(random: SplitMix(seed: seed)))
+        state = LockedValue(State(random: ConcurrencyStressTests.StressRandom(seed: seed)))
     }
 
     var faults: Faults { state.withLock { $0.faults } }
@@ -176,21 +176,6 @@ final class LossyTransport: SyncTransport {
 
     func waitForChanges(after seq: Int64, timeout: Duration) async throws(SyncError) {
         try await inner.waitForChanges(after: seq, timeout: timeout)
-    }
-}
-
-/// A small seeded generator (SplitMix64), so a failing run can be replayed.
-struct SplitMix: Sendable {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next(_ bound: Int) -> Int {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return Int((z ^ (z >> 31)) % UInt64(bound))
     }
 }
 

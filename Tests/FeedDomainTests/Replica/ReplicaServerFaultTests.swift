@@ -43,7 +43,7 @@ import Testing
         defer { for follower in followers { follower.cancel() } }
 
         // Writes on every side while the network breaks and the server restarts.
-        var random = SplitMix(seed: 11)
+        var random = ConcurrencyStressTests.StressRandom(seed: 11)
         func writeRound(_ label: String) async throws {
             for (index, replica) in replicas.enumerated() {
                 try await replica.service.toggle(userID: replica.user, postID: "p\(1 + random.next(6))")
