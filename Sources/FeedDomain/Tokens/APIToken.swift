@@ -1,6 +1,6 @@
 public import Foundation
 
-/// A token just issued by ``FeedService/issueToken(userID:label:)``: the only moment its text exists outside the
+/// A token just issued by ``FeedService/issueToken(userID:label:)-43mop``: the only moment its text exists outside the
 /// caller that sent it. The database keeps its SHA-256 alone, so the text cannot be shown again.
 ///
 /// Its `description`, `debugDescription` and reflection (`dump`) name the token by ``id`` and never show
@@ -34,7 +34,7 @@ extension IssuedToken: CustomStringConvertible, CustomDebugStringConvertible, Cu
     }
 }
 
-/// What ``FeedService/tokens()`` shows of a token: everything but its text or hash.
+/// What ``FeedService/tokens()-99ucb`` shows of a token: everything but its text or hash.
 public struct TokenInfo: Sendable, Hashable, Codable {
     /// The token's public id: 12 lowercase hex digits.
     public let id: String

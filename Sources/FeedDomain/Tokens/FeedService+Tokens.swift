@@ -30,7 +30,7 @@ extension FeedService {
     ///
     /// - Parameters:
     ///   - userID: an existing user, whom the token acts as.
-    ///   - label: a note for ``tokens()`` (up to 200 characters, no NUL).
+    ///   - label: a note for ``tokens()-99ucb`` (up to 200 characters, no NUL).
     /// - Throws: ``FeedError/userNotFound(_:)``, ``FeedError/invalidValue(field:value:reason:)`` (the user id or the
     ///   label).
     public func issueToken(userID: String, label: String = "") throws(FeedError) -> IssuedToken {
@@ -74,9 +74,9 @@ extension FeedService {
         }
     }
 
-    /// Revokes a token: from the commit on, ``authenticate(token:)`` returns `nil` for it in every process.
+    /// Revokes a token: from the commit on, ``authenticate(token:)-5ego7`` returns `nil` for it in every process.
     ///
-    /// - Parameter id: the token's id (12 lowercase hex digits, as ``tokens()`` lists it).
+    /// - Parameter id: the token's id (12 lowercase hex digits, as ``tokens()-99ucb`` lists it).
     /// - Returns: `true` when this call revoked it; `false` when no token has this id or it was revoked already.
     /// - Throws: ``FeedError/invalidValue(field:value:reason:)`` for an id of another shape — without quoting it, as
     ///   it may be a whole token pasted by mistake.
