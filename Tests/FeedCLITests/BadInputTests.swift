@@ -130,8 +130,8 @@ import Testing
         process.standardError = errors
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = errors.fileHandleForReading.readDataToEndOfFile()
+        let out = readAll(output.fileHandleForReading)
+        let err = readAll(errors.fileHandleForReading)
         process.waitUntilExit()
         return CLIResult(
             status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))

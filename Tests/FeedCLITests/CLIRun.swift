@@ -67,6 +67,7 @@ final class RunningCLI: Sendable {
     private let errorText = Collected()
     private let condition = NSCondition()
     private let exited = DispatchSemaphore(value: 0)
+    private let readers: [PipeReader]
 
     init(_ arguments: [String], environment: [String: String]) throws {
         process = Process()
@@ -79,17 +80,17 @@ final class RunningCLI: Sendable {
         process.standardInput = input
         process.standardOutput = output
         process.standardError = errors
-        for (pipe, buffer) in [(output, collected), (errors, errorText)] {
-            pipe.fileHandleForReading.readabilityHandler = { [condition] handle in
-                let data = handle.availableData
+        process.terminationHandler = { [exited] _ in exited.signal() }
+        try process.run()
+        let condition = condition
+        readers = [(output, collected), (errors, errorText)].map { pipe, buffer in
+            PipeReader(pipe.fileHandleForReading) { data in
                 condition.lock()
                 buffer.text += String(decoding: data, as: UTF8.self)
                 condition.broadcast()
                 condition.unlock()
             }
         }
-        process.terminationHandler = { [exited] _ in exited.signal() }
-        try process.run()
     }
 
     deinit {
@@ -148,13 +149,8 @@ final class RunningCLI: Sendable {
             process.terminate()
             return nil
         }
-        for pipe in [output, errors] {
-            pipe.fileHandleForReading.readabilityHandler = nil
-            let rest = pipe.fileHandleForReading.readDataToEndOfFile()
-            condition.lock()
-            (pipe === output ? collected : errorText).text += String(decoding: rest, as: UTF8.self)
-            condition.unlock()
-        }
+        // The rest of the output: the readers may not have read it all yet.
+        for reader in readers { reader.waitForEnd() }
         return process.terminationStatus
     }
 }

@@ -1,4 +1,5 @@
 @testable import FeedCLI
+import FeedTestSupport
 import Foundation
 import FeedTestThreads
 import Testing
@@ -87,8 +88,8 @@ import Testing
         process.standardError = errors
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = errors.fileHandleForReading.readDataToEndOfFile()
+        let out = readAll(output.fileHandleForReading)
+        let err = readAll(errors.fileHandleForReading)
         process.waitUntilExit()
         return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
     }

@@ -301,7 +301,7 @@ import Testing
         let readers = DispatchGroup()
         for (pipe, buffer) in [(output, collected.out), (errors, collected.err)] {
             DispatchQueue.global().async(group: readers) {
-                buffer.text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                buffer.text = String(decoding: readAll(pipe.fileHandleForReading), as: UTF8.self)
             }
         }
         let bound = DispatchTime.now() + .seconds(2 * timeout)

@@ -105,7 +105,7 @@ import Testing
             process.standardError = errors
             process.standardOutput = Pipe()
             try process.run()
-            let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            let stderr = String(decoding: readAll(errors.fileHandleForReading), as: UTF8.self)
             process.waitUntilExit()
             #expect(process.terminationStatus == 64, "\(url)")
             #expect(stderr.hasPrefix("Error: --db \"") && stderr.contains("is a URL FeedSync cannot open"), "\(stderr)")

@@ -271,8 +271,10 @@ import Testing
         let marker = Box<Int64?>(nil)
         let stopper = service.bridge.changes.sink { [weak subscriber] event in
             guard marker.withLock({ $0 == event.seq }) else { return }
-            sinkEntered.signal()
+            // stop() returns at once; it comes before the signal so that the handler, woken by it, commits after the
+            // stop (the other order races the handler's return against this thread's call).
             subscriber?.stop()
+            sinkEntered.signal()
         }
 
         let subscriberThread = spawn { _ = try? subscriber.catchUp() }

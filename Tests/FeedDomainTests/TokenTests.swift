@@ -210,7 +210,7 @@ enum SHA256Reference {
         try process.run()
         input.fileHandleForWriting.write(Data(text.utf8))
         try input.fileHandleForWriting.close()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
+        let data = readAll(output.fileHandleForReading)
         process.waitUntilExit()
         return String(String(decoding: data, as: UTF8.self).prefix(64))
     }

@@ -1,3 +1,4 @@
+import FeedTestSupport
 import Foundation
 
 #if canImport(Glibc)
@@ -22,6 +23,7 @@ final class ChildProcess: @unchecked Sendable {
     private var errors = ""
     private let exited = DispatchSemaphore(value: 0)
     private let pipes = (out: Pipe(), err: Pipe())
+    private var readers: [PipeReader] = []
 
     /// Starts `feedsync arguments` with a clean environment whose HOME is `home`.
     init(_ arguments: [String], home: String) throws {
@@ -34,17 +36,17 @@ final class ChildProcess: @unchecked Sendable {
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = out
         process.standardError = err
-        for (pipe, isOutput) in [(out, true), (err, false)] {
-            pipe.fileHandleForReading.readabilityHandler = { [condition] handle in
-                let text = String(decoding: handle.availableData, as: UTF8.self)
+        process.terminationHandler = { [exited] _ in exited.signal() }
+        try process.run()
+        readers = [(out, true), (err, false)].map { pipe, isOutput in
+            PipeReader(pipe.fileHandleForReading) { [condition] data in
+                let text = String(decoding: data, as: UTF8.self)
                 condition.lock()
                 if isOutput { self.output += text } else { self.errors += text }
                 condition.broadcast()
                 condition.unlock()
             }
         }
-        process.terminationHandler = { [exited] _ in exited.signal() }
-        try process.run()
     }
 
     deinit {
@@ -91,14 +93,8 @@ final class ChildProcess: @unchecked Sendable {
             process.terminate()
             return nil
         }
-        // The rest of the output: the handlers may not have read it all yet.
-        for (pipe, isOutput) in [(pipes.out, true), (pipes.err, false)] {
-            pipe.fileHandleForReading.readabilityHandler = nil
-            let rest = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            condition.lock()
-            if isOutput { output += rest } else { errors += rest }
-            condition.unlock()
-        }
+        // The rest of the output: the readers may not have read it all yet.
+        for reader in readers { reader.waitForEnd() }
         return process.terminationStatus
     }
 

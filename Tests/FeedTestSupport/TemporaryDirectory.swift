@@ -74,3 +74,29 @@ public func readAll(_ handle: FileHandle) -> Data {
         data.append(chunk)
     }
 }
+
+/// Reads a pipe on a thread of its own until end of file, handing each chunk to `deliver` as it comes: no dispatch
+/// source watches the descriptor (a `readabilityHandler` leaves one to be cancelled asynchronously, which races the
+/// descriptor's close), and every read is ``readSome(_:)``'s, retried on `EINTR`.
+public final class PipeReader: Sendable {
+    private let ended = DispatchSemaphore(value: 0)
+
+    /// Starts reading `handle`.
+    public init(_ handle: FileHandle, _ deliver: @escaping @Sendable (Data) -> Void) {
+        let thread = Thread { [ended] in
+            while case let chunk = readSome(handle), !chunk.isEmpty { deliver(chunk) }
+            ended.signal()
+        }
+        thread.name = "PipeReader"
+        thread.start()
+    }
+
+    /// Waits until every chunk up to the end of file was delivered, at most `timeout` seconds; returns whether the end
+    /// came.
+    @discardableResult
+    public func waitForEnd(timeout: Double = 30) -> Bool {
+        guard ended.wait(timeout: .now() + timeout) == .success else { return false }
+        ended.signal()  // later calls return at once
+        return true
+    }
+}

@@ -29,6 +29,21 @@ package protocol FeedBackend: AnyObject, Sendable {
     /// - Throws: what `body` throws, or ``StorageError`` for database failures.
     func write<T>(_ body: (any FeedTransaction) throws -> T, afterCommit: (T) -> Void) throws -> T
 
+    /// Applies like units in a write transaction of their own and commits it: what `write` with a body of
+    /// ``FeedTransaction/applyLikes(_:)`` does, with the same results, failures and `afterCommit`.
+    ///
+    /// After the units ran, a backend may ask `join` — with how many units ran so far — for units to run in the
+    /// same transaction before `COMMIT`, until it returns none (SQLite's single writer does: callers queued meanwhile
+    /// share the commit). PostgreSQL does not: it sends the transaction as one statement in autocommit, one round
+    /// trip, which commits or leaves nothing.
+    ///
+    /// - Returns: one result per unit, `join`'s units after the first ones, in order.
+    /// - Throws: what `applyLikes` throws (nothing of the units committed), or ``StorageError`` for the `COMMIT`.
+    func commitLikes(
+        _ units: [LikeUnit], join: (_ count: Int) -> [LikeUnit],
+        afterCommit: ([Result<[LikeOutcome], StorageError>]) -> Void
+    ) throws -> [Result<[LikeOutcome], StorageError>]
+
     /// Runs `body` in a read-only transaction: one consistent snapshot.
     func read<T>(_ body: (any FeedTransaction) throws -> T) throws -> T
 

@@ -13,6 +13,10 @@ extension EventSequencer {
             let through: Int64
             /// The range's events, or `nil` when delivery reads them from the log.
             let events: [EventRecord]?
+            /// Whether this is the stretch of the log before a local commit's events that nobody submitted yet
+            /// (another process's commits, or a local writer's whose range is still on its way): read from the log
+            /// unless a range with its events arrives before delivery gets there.
+            var isGap = false
         }
 
         /// The highest seq delivered (every callback for it returned).
@@ -44,7 +48,7 @@ extension EventSequencer {
             let previous = known
             known = max(known, through)
             let added = events.count - (events.firstIndex { $0.seq > previous } ?? events.count)
-            if let limit, buffered + events.count > limit || ranges.contains(where: { $0.events == nil }) {
+            if let limit, buffered + events.count > limit || ranges.contains(where: { $0.events == nil && !$0.isGap }) {
                 addWithoutEvents(after: after, through: through)
                 defer { fallingBehind = true }
                 return (added, !fallingBehind)
@@ -55,15 +59,30 @@ extension EventSequencer {
             return (added, false)
         }
 
+        /// Adds the events a local transaction appended, `events` non-empty and in seq order. When they do not follow
+        /// the highest seq known, the stretch between is kept as a gap (see ``Range/isGap``): events committed before
+        /// them that were not submitted, which delivery reads from the log if no range brings them first.
+        mutating func submitCommitted(_ events: [EventRecord], limit: Int?) -> (added: Int, fellBehind: Bool) {
+            let after = events[events.startIndex].seq - 1
+            if known >= 0, known < after, taken < after {
+                ranges.append(Range(after: max(known, taken), through: after, events: nil, isGap: true))
+            }
+            return submit(after: after, through: events[events.endIndex - 1].seq, events: events, limit: limit)
+        }
+
         /// The next batch to deliver, in seq order, or `nil` when the next range is still missing. A batch with
         /// ``Batch/loadAfter`` set carries no events: its range is read from the log.
         mutating func next() -> Batch? {
             let taken = self.taken
             drop { $0.through <= taken }
-            guard let index = ranges.firstIndex(where: { $0.after <= taken }) else { return nil }
+            // A range with its events before a gap over the same seqs: the gap is read from the log only if no
+            // writer brought its events.
+            let startsHere = { (range: Range) in range.after <= taken }
+            guard let index = ranges.firstIndex(where: { startsHere($0) && !$0.isGap }) ?? ranges.firstIndex(where: startsHere)
+            else { return nil }
             let range = ranges.remove(at: index)
             buffered -= range.events?.count ?? 0
-            if !ranges.contains(where: { $0.events == nil }) { fallingBehind = false }
+            if !ranges.contains(where: { $0.events == nil && !$0.isGap }) { fallingBehind = false }
             let from = taken
             self.taken = range.through
             guard let events = range.events else { return Batch(events: [], through: range.through, loadAfter: from) }

@@ -144,29 +144,29 @@ final class EventSequencer: @unchecked Sendable {
         }
     }
 
-    /// Completes a writer's range inside its transaction: when other processes committed since the highest seq
-    /// known here, reads their events from the log and puts them before `events`.
-    ///
-    /// - Returns: the seq the range starts after, or `nil` when `events` is empty.
-    func completeRange(_ events: inout [EventRecord], in tx: any FeedTransaction) throws -> Int64? {
-        guard let first = events.first?.seq else { return nil }
-        let after = first - 1
-        guard let known = highestKnownSeq, known < after else { return after }
-        events.insert(contentsOf: try tx.events(after: known, limit: Int(after - known)), at: 0)
-        return known
-    }
-
     /// Hands over the complete range `(after, through]` of committed events and schedules its delivery; returns at
     /// once.
     ///
     /// - Returns: how many of `events` were not known before (the rest overlapped earlier ranges).
     @discardableResult
     func submit(after: Int64, through: Int64, events: [EventRecord]) -> Int {
+        hand(through: through) { backlog, limit in backlog.submit(after: after, through: through, events: events, limit: limit) }
+    }
+
+    /// Hands over the events a transaction of this process appended, once it committed (`events` in seq order);
+    /// returns at once. Events committed before them and not submitted yet — other processes' — are delivered first,
+    /// read from the log by the delivering thread unless a local writer's range brings them before it gets there.
+    func submitCommitted(_ events: [EventRecord]) {
+        guard let last = events.last?.seq else { return }
+        _ = hand(through: last) { backlog, limit in backlog.submitCommitted(events, limit: limit) }
+    }
+
+    /// Adds to the backlog with `add` (given the backlog and its limit) and schedules delivery.
+    private func hand(through: Int64, _ add: (inout Backlog, Int?) -> (added: Int, fellBehind: Bool)) -> Int {
         // Asked before the lock: a subscriber that attaches meanwhile is one that attached after this commit.
         let listened = isListened()
         let (added, fellBehind, schedule, source) = withBacklog { backlog -> (Int, Bool, Bool, LogSource?) in
-            let (added, fellBehind) = backlog.submit(
-                after: after, through: through, events: events, limit: logSource == nil ? nil : limit)
+            let (added, fellBehind) = add(&backlog, logSource == nil ? nil : limit)
             if !listened, !isScheduled {
                 // Nobody would see these events and no delivery is in flight that they must follow: they are
                 // delivered here, in order, without waking the delivery executor (a command with nobody listening

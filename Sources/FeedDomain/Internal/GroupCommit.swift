@@ -78,8 +78,6 @@ final class GroupCommit: Sendable {
 
     /// A unit of a batch run without savepoints threw: the batch is rolled back and run again with a savepoint per
     /// unit, so that the unit fails alone.
-    private struct NeedsIsolation: Error {}
-
     /// How long a leader waits, at most, for more callers' units: before it begins, or before it commits.
     static let gatheringWindow: Duration = .microseconds(50)
 
@@ -267,23 +265,27 @@ final class GroupCommit: Sendable {
                         + "transactional handler); write through the transaction you were given")))
     }
 
-    /// Runs `batch` in one transaction: one ``FeedTransaction/applyLikes(_:)`` call for the batch (and one per top-up).
-    /// An unknown user or post fails its unit alone (a result of the call). When the call throws for a batch of
-    /// several units, the batch is rolled back and, `isolated`, run again with a savepoint per unit, so that whatever
-    /// failed fails only its unit.
+    /// Runs `batch` in one transaction: one ``FeedBackend/commitLikes(_:join:afterCommit:)`` call for the batch, the
+    /// units queued meanwhile joining it where the backend asks (`topUp`). An unknown user or post fails its unit
+    /// alone (a result of the call). When the call throws for a batch of several units, nothing of it committed and,
+    /// `isolated`, it runs again in a transaction with a savepoint per unit, so that whatever failed fails only its
+    /// unit.
     ///
-    /// - Returns: `false` when the batch was rolled back to be run again `isolated` (never when `isolated`).
+    /// - Returns: `false` when the batch failed and must run again `isolated` (never when `isolated`).
     private static func process(
         _ batch: inout [Unit], backend: any FeedBackend, sequencer: EventSequencer, isolated: Bool,
         topUp: ((Int) -> [Unit])?
     ) -> Bool {
+        // The batch with the units that joined it.
+        var units = batch
+        defer { batch = units }
         do {
-            // The body may run more than once (a backend retries serialization failures): it keeps no state from
-            // an earlier attempt — every unit's outcome and the events are set anew.
-            _ = try backend.write(
-                { tx -> (after: Int64, events: [EventRecord]) in
-                    var events: [EventRecord] = []
-                    if isolated {
+            if isolated {
+                // The body may run more than once (a backend retries serialization failures): it keeps no state
+                // from an earlier attempt — every unit's outcome and the events are set anew.
+                _ = try backend.write(
+                    { [batch] tx -> [EventRecord] in
+                        var events: [EventRecord] = []
                         for unit in batch {
                             do {
                                 let outcomes = try tx.savepoint { try tx.applyLikes([unit.likeUnit]) }
@@ -293,38 +295,30 @@ final class GroupCommit: Sendable {
                                 unit.lastSeq = nil
                             }
                         }
-                    } else {
-                        var applied = 0
-                        while applied < batch.count {
-                            let units = batch[applied...]
-                            do {
-                                record(try tx.applyLikes(units.map(\.likeUnit)), of: units, into: &events)
-                            } catch {
-                                // Alone, the transaction itself isolates the unit: its failure fails the transaction,
-                                // and no savepoint was paid for. With others, the batch is run again isolated.
-                                if batch.count == 1 { throw error }
-                                throw NeedsIsolation()
-                            }
-                            applied = batch.count
-                            // Units queued while this transaction ran join it.
-                            if let more = topUp?(batch.count) { batch += more }
-                        }
-                    }
-                    // Other processes' events committed since the highest seq known here go out first.
-                    let after = try sequencer.completeRange(&events, in: tx) ?? 0
-                    return (after, events)
-                },
-                afterCommit: { range in
-                    if let last = range.events.last?.seq {
-                        sequencer.submit(after: range.after, through: last, events: range.events)
-                    }
-                })
-        } catch is NeedsIsolation {
-            return false
+                        return events
+                    },
+                    afterCommit: { sequencer.submitCommitted($0) })
+            } else {
+                _ = try backend.commitLikes(
+                    units.map(\.likeUnit),
+                    join: { count in
+                        // Units queued while this transaction ran join it.
+                        let more = topUp?(count) ?? []
+                        units += more
+                        return more.map(\.likeUnit)
+                    },
+                    afterCommit: { outcomes in
+                        var events: [EventRecord] = []
+                        record(outcomes, of: units, into: &events)
+                        sequencer.submitCommitted(events)
+                    })
+            }
         } catch {
-            // The transaction (or its COMMIT) failed: nothing of the batch committed.
+            // The transaction (or its COMMIT) failed: nothing of the batch committed. Alone, the transaction itself
+            // isolated the unit; with others, the batch runs again isolated.
+            if !isolated, units.count > 1 { return false }
             let batchFailure = FeedError.wrap(error)
-            for unit in batch {
+            for unit in units {
                 if case .failure = unit.outcome {} else { unit.outcome = .failure(batchFailure) }
                 unit.lastSeq = nil
             }

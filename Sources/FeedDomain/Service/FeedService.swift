@@ -177,11 +177,12 @@ public final class FeedService: Sendable {
 
     // MARK: - Internals
 
-    /// Runs `body` in a write transaction and hands the events it appended (plus any other process's events
-    /// committed since the highest seq known here) to the delivery executor; returns once it committed.
+    /// Runs `body` in a write transaction and hands the events it appended to the delivery executor (other
+    /// processes' events committed before them are delivered first); returns once it committed.
     ///
-    /// The committed range is handed to the sequencer while the writer connection is still held, so local ranges
-    /// reach it in commit order; a failed `COMMIT` hands over nothing. The call never waits for delivery.
+    /// The committed events are handed to the sequencer while the writer connection is still held where the backend
+    /// allows (SQLite), so local ranges reach it in commit order; a failed `COMMIT` hands over nothing. The call never
+    /// waits for delivery.
     func commit<T>(
         value: String?, command: String = #function, _ body: (any FeedTransaction, inout [EventRecord]) throws -> T
     ) throws(FeedError) -> T {
@@ -194,18 +195,12 @@ public final class FeedService: Sendable {
             // The body may run more than once (a backend retries serialization failures): its events start empty
             // on every attempt.
             result = try backend.write(
-                { tx -> (value: T, after: Int64, events: [EventRecord]) in
+                { tx -> (value: T, events: [EventRecord]) in
                     var events: [EventRecord] = []
                     let value = try body(tx, &events)
-                    // Other processes' events committed since the highest seq known here go out first.
-                    let after = try sequencer.completeRange(&events, in: tx) ?? 0
-                    return (value, after, events)
+                    return (value, events)
                 },
-                afterCommit: { committed in
-                    if let last = committed.events.last?.seq {
-                        sequencer.submit(after: committed.after, through: last, events: committed.events)
-                    }
-                }
+                afterCommit: { committed in sequencer.submitCommitted(committed.events) }
             ).value
         } catch {
             throw FeedError.wrap(error, value: value)

@@ -25,6 +25,22 @@ extension FeedStore: FeedBackend {
         }
     }
 
+    /// Applies the units in one IMMEDIATE transaction, then `join`'s units in the same transaction until it returns
+    /// none (the writer is held, so there is no lock order to keep between the calls), and commits.
+    package func commitLikes(
+        _ units: [LikeUnit], join: (_ count: Int) -> [LikeUnit],
+        afterCommit: ([Result<[LikeOutcome], StorageError>]) -> Void
+    ) throws -> [Result<[LikeOutcome], StorageError>] {
+        try write(
+            { tx in
+                var outcomes = try tx.applyLikes(units)
+                while case let more = join(outcomes.count), !more.isEmpty {
+                    outcomes += try tx.applyLikes(more)
+                }
+                return outcomes
+            }, afterCommit: afterCommit)
+    }
+
     package func read<T>(_ body: (any FeedTransaction) throws -> T) throws -> T {
         try read { db in try body(SQLiteTransaction(db)) }
     }
