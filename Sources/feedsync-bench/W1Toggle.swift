@@ -1,11 +1,14 @@
 import FeedSync
 import Foundation
+import Synchronization
 
 /// W1: toggles from the toggle stream through `FeedService.toggle` (`--batch 1`) or `perform` (N per transaction).
 ///
 /// `--clients N` (N > 1, batch 1) makes the ops from N OS threads at once, as W7 does (thread k makes ops i with
 /// i % N == k), each op one `toggle` call: W1 "at N concurrent clients", to put beside pgbench's `-c N`.
 /// `--hot-post` sends every op to `post1` (the users still come from the toggle stream): one contended post row.
+/// `--followers N` keeps N other services on the database following it with a ``ChangeFeed`` (standing for other
+/// processes or machines with the change feed live) while the toggles run; each must receive every toggle's event.
 /// `--db URL` runs it on a fresh PostgreSQL database (``BackendChoice``).
 enum W1Toggle {
     static func run(_ args: Arguments) throws -> Bool {
@@ -15,6 +18,7 @@ enum W1Toggle {
         let batch = max(1, try args.int("batch", 1))
         let clients = max(1, try args.int("clients", 1))
         let hotPost = try args.flag("hot-post")
+        let followerCount = max(0, try args.int("followers", 0))
         let backend = try BackendChoice(args)
         try args.finish()
         guard clients == 1 || batch == 1 else { throw BenchError("--clients N needs --batch 1") }
@@ -31,6 +35,19 @@ enum W1Toggle {
         var start = monotonicNanos()
         try service.seed(SeedPlan(posts: posts, users: users, likes: 0))
         let seedSeconds = seconds(since: start)
+
+        let followers = try (0..<followerCount).map { _ in try FeedService(location: database.location) }
+        let received = Mutex(Array(repeating: 0, count: followerCount))
+        let subscriptions = followers.enumerated().map { index, follower in
+            follower.bridge.changes.sink { _ in received.withLock { $0[index] += 1 } }
+        }
+        let feeds = followers.map { ChangeFeed(service: $0) }
+        for feed in feeds { try feed.start() }
+        defer {
+            for feed in feeds { feed.stop() }
+            subscriptions.forEach { $0.cancel() }
+            for follower in followers { follower.close() }
+        }
 
         var unlikes = 0
         var failures: [String] = []
@@ -56,10 +73,14 @@ enum W1Toggle {
             }
         }
         if clients == 1 { elapsed = seconds(since: start) }
+        // Every toggle changes its like: one event each, which every follower must get (at most 10 s after the end).
+        let deadline = monotonicNanos() + 10_000_000_000
+        while received.withLock({ $0.contains { $0 < opCount } }), monotonicNanos() < deadline { usleep(10_000) }
+        let followersBehind = received.withLock { $0.filter { $0 != opCount }.count }
 
         let totals = try ToggleTotals(service)
         let ok =
-            failures.isEmpty && totals.likes == expected.likes && totals.likeCountTotal == Int64(expected.likes)
+            failures.isEmpty && followersBehind == 0 && totals.likes == expected.likes && totals.likeCountTotal == Int64(expected.likes)
             && unlikes == expected.unlikes && totals.likedByUser1 == expected.likedByUser1
 
         var line = JSONLine()
@@ -68,6 +89,7 @@ enum W1Toggle {
         backend.addKeys(to: &line)
         line.add("clients", clients)
         if hotPost { line.add("hot_post", true) }
+        if followerCount > 0 { line.add("followers", followerCount) }
         line.add("posts", posts)
         line.add("users", users)
         line.add("ops", opCount)

@@ -13,9 +13,9 @@ extension EventSequencer {
             let through: Int64
             /// The range's events, or `nil` when delivery reads them from the log.
             let events: [EventRecord]?
-            /// Whether this is the stretch of the log before a local commit's events that nobody submitted yet
-            /// (another process's commits, or a local writer's whose range is still on its way): read from the log
-            /// unless a range with its events arrives before delivery gets there.
+            /// Whether this is a stretch of the log that a local commit's events end but do not begin (another
+            /// process's commits, or a local writer's whose range is still on its way, came first): read from the
+            /// log, where a range with its events does not bring them before delivery gets there.
             var isGap = false
         }
 
@@ -60,14 +60,24 @@ extension EventSequencer {
         }
 
         /// Adds the events a local transaction appended, `events` non-empty and in seq order. When they do not follow
-        /// the highest seq known, the stretch between is kept as a gap (see ``Range/isGap``): events committed before
-        /// them that were not submitted, which delivery reads from the log if no range brings them first.
+        /// the highest seq known, events committed elsewhere came first and were not submitted yet: the stretch from
+        /// the highest seq known through these events is kept as one gap (see ``Range/isGap``), merged with the gaps
+        /// it touches, and delivery reads it from the log — unless ranges with the events of its start arrive first.
+        /// Gaps that follow one another while delivery lags make one range, so the backlog stays small.
         mutating func submitCommitted(_ events: [EventRecord], limit: Int?) -> (added: Int, fellBehind: Bool) {
             let after = events[events.startIndex].seq - 1
-            if known >= 0, known < after, taken < after {
-                ranges.append(Range(after: max(known, taken), through: after, events: nil, isGap: true))
+            let through = events[events.endIndex - 1].seq
+            guard known >= 0, known < after, taken < after else {
+                return submit(after: after, through: through, events: events, limit: limit)
             }
-            return submit(after: after, through: events[events.endIndex - 1].seq, events: events, limit: limit)
+            var gap = Range(after: max(known, taken), through: through, events: nil, isGap: true)
+            known = through
+            while let index = ranges.firstIndex(where: { $0.isGap && $0.after <= gap.through && gap.after <= $0.through }) {
+                let range = ranges.remove(at: index)
+                gap = Range(after: min(range.after, gap.after), through: max(range.through, gap.through), events: nil, isGap: true)
+            }
+            ranges.append(gap)
+            return (events.count, false)
         }
 
         /// The next batch to deliver, in seq order, or `nil` when the next range is still missing. A batch with
