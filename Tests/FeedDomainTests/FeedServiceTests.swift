@@ -227,6 +227,8 @@ import Testing
         #expect(second.rows.map(\.post.id) == ["post1"])
         #expect(second.nextCursor == nil)
         #expect(second.likedPostIDs == ["post1"])
+        // A viewer this service has not seen yet, past the end: an empty page, not an unknown user.
+        #expect(try service.feedPage(viewerID: "user3", before: FeedCursor(after: second.rows[0].post), limit: 2).rows.isEmpty)
         #expect(throws: FeedError.invalidLimit(0, maximum: FeedService.maximumPageSize)) { try service.feedPage(viewerID: nil, limit: 0) }
         #expect(throws: FeedError.invalidLimit(-1, maximum: FeedService.maximumPageSize)) { try service.feedPage(viewerID: nil, limit: -1) }
         #expect(throws: FeedError.userNotFound("nobody")) { try service.feedPage(viewerID: "nobody", limit: 5) }
