@@ -13,11 +13,10 @@ internal import Foundation
 ///   `sslrootcert`, …), `.pgpass`, `PGPASSWORD` and service files work as libpq documents. ``location`` is the URL
 ///   without its password (``redacted(_:)``); no error or log names the password or any bound value.
 /// - **Connections**: a pool of up to ``PostgresOptions/maximumConnections``, opened lazily, each with
-///   `application_name=feedsync` and the statement timeout; a backend opened only to read sets
-///   `default_transaction_read_only` too. A connection found broken is discarded with the idle
+///   `application_name=feedsync`, the statement timeout, and `default_transaction_read_only` (only ``write(_:afterCommit:)``
+///   and ``bulkLoad(_:)`` begin `READ WRITE` transactions). A connection found broken is discarded with the idle
 ///   ones: that call fails with ``StorageError/connectionLost(location:reason:)``, the next one reconnects.
-/// - **Writes**: `READ COMMITTED` transactions, and like batches as one autocommit statement
-///   (``commitLikes(_:join:afterCommit:)``, one round trip); a serialization failure or deadlock reruns the whole body (up to
+/// - **Writes**: `READ COMMITTED` transactions; a serialization failure or deadlock reruns the whole body (up to
 ///   ``PostgresOptions/retryLimit`` attempts, jittered backoff), then fails with ``StorageError/busy(_:)``.
 /// - **Reads**: ``read(_:)`` is one `REPEATABLE READ` read-only snapshot; ``readOnce(_:)`` runs each statement on
 ///   its own.
@@ -88,9 +87,7 @@ public final class PostgresBackend: FeedBackend {
         case .inspect:
             _ = try migrator.validate(session, location: location)
         }
-        // Sessions of a backend that writes are read-write by default, so that a like batch runs as one statement
-        // in autocommit (``commitLikes(_:join:afterCommit:)``); the other modes' sessions cannot write at all.
-        let readOnly = mode != .migrate
+        let readOnly = true
         if mode == .migrate {
             let notifier = PostgresNotifier { () throws(PostgresFailure) in
                 try PostgresConnection.open(
@@ -228,52 +225,19 @@ public final class PostgresBackend: FeedBackend {
         return .committed(value, lastSeq: transaction.lastAppendedSeq)
     }
 
-    /// Applies the units with one statement in autocommit — `feedsync_apply_likes`, which is its own transaction — so
-    /// a lone command costs one round trip where `BEGIN`, the statement and `COMMIT` cost three. The statement commits
-    /// whole or leaves nothing: one unit's failure fails it, and with several units each runs in a subtransaction of
-    /// the function, its failure a result. `join` is never asked (more units cannot join a statement already sent).
-    /// Retried as ``write(_:afterCommit:)`` is, on a serialization failure or deadlock.
+    /// Applies the units in a `READ COMMITTED` transaction of their own — `BEGIN`, one `feedsync_apply_likes`
+    /// statement, `COMMIT` — as ``write(_:afterCommit:)`` does, with its retries. `join` is never asked: the batch is
+    /// one statement, and units that join a transaction already holding rows would need a lock order between calls.
     ///
-    /// A statement that got no answer may have committed, so it is never repeated on a new connection. That is why
-    /// a connection the server has not answered for a second (``PostgresConnection/answeredRecently``), which may
-    /// have been dropped meanwhile, runs the units as ``write(_:afterCommit:)`` does instead: its first round trip,
-    /// `BEGIN`, can be repeated.
+    /// Why not one autocommit statement (one round trip instead of three): a statement that got no answer may have
+    /// committed, so it could never be repeated on a new connection, and a pooled connection that a restart or a
+    /// load balancer dropped is not always seen before use — the first command after such a reset would fail
+    /// instead of running once more. `BEGIN` first keeps the first round trip repeatable.
     package func commitLikes(
         _ units: [LikeUnit], join: (_ count: Int) -> [LikeUnit],
         afterCommit: ([Result<[LikeOutcome], StorageError>]) -> Void
     ) throws -> [Result<[LikeOutcome], StorageError>] {
-        guard mode == .migrate else { throw StorageError.readOnly(path: location) }
-        guard !writers.containsCurrentThread else { throw Self.reentrantWrite }
-        writers.enter()
-        defer { writers.leave() }
-        var attempt = 1
-        while true {
-            let outcome: WriteOutcome<[Result<[LikeOutcome], StorageError>]> = try withConnection(
-                repeatable: { !$0.answeredRecently }
-            ) { connection in
-                guard connection.answeredRecently else {
-                    return try Self.attemptWrite({ try $0.applyLikes(units) }, on: connection, location: location)
-                }
-                let transaction = PostgresTransaction(connection: connection, access: .autocommit, location: location)
-                defer { transaction.invalidate() }
-                do {
-                    let outcomes = try transaction.applyLikes(units)
-                    return .committed(outcomes, lastSeq: transaction.lastAppendedSeq)
-                } catch StorageError.busy(let failure) where failure.code == "40001" || failure.code == "40P01" {
-                    return .retry(failure)
-                }
-            }
-            switch outcome {
-            case .committed(let value, let lastSeq):
-                if let lastSeq { notifier?.signal(committed: lastSeq) }
-                afterCommit(value)
-                return value
-            case .retry(let failure):
-                guard attempt < max(1, options.retryLimit) else { throw StorageError.busy(failure) }
-                Self.pause(beforeAttempt: attempt + 1)
-                attempt += 1
-            }
-        }
+        try write({ try $0.applyLikes(units) }, afterCommit: afterCommit)
     }
 
     /// Sleeps before a retry: about 10 ms doubled per attempt (at most 320 ms), ±50 % at random, so that two
@@ -308,8 +272,8 @@ public final class PostgresBackend: FeedBackend {
         }
     }
 
-    /// Runs `body` on a pooled connection without a transaction: each statement sees its own snapshot; the
-    /// transaction refuses writes.
+    /// Runs `body` on a pooled connection without a transaction: each statement sees its own snapshot (and cannot
+    /// write: the session is read-only by default).
     package func readOnce<T>(_ body: (any FeedTransaction) throws -> T) throws -> T {
         try withConnection { connection in
             let transaction = PostgresTransaction(connection: connection, access: .readOnce, location: location)
@@ -328,11 +292,9 @@ public final class PostgresBackend: FeedBackend {
     /// callers shares one.
     public var concurrentWriteTransactions: Int { min(2, options.maximumConnections) }
 
-    func withConnection<T>(
-        repeatable: (PostgresConnection) -> Bool = { _ in true }, _ body: (PostgresConnection) throws -> T
-    ) throws -> T {
+    func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         do {
-            return try pool.withConnection(repeatable: repeatable, body)
+            return try pool.withConnection(body)
         } catch let error as ConnectionPool.PoolError {
             switch error {
             case .closed: throw StorageError.database(DatabaseFailure(backend: Self.name, code: "08003", message: "the backend is closed"))

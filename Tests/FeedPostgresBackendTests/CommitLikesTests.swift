@@ -5,13 +5,8 @@ import FeedTestThreads
 import Foundation
 import Testing
 
-/// `commitLikes` sends a like batch as one autocommit statement: one round trip, and all of it or nothing.
+/// `commitLikes` commits a like batch whole or leaves nothing, even when it fails after writing rows.
 @Suite(.ownThreads) struct CommitLikesTests {
-    /// Round trips the server answered on the pool's one connection.
-    private static func roundTrips(_ backend: PostgresBackend) throws -> Int {
-        try backend.withConnection { $0.answeredRoundTrips }
-    }
-
     private static func unit(_ action: LikeCommand.Action, _ user: String, _ post: String) -> LikeUnit {
         LikeUnit(operations: [LikeCommand(action, userID: user, postID: post)], at: testTime)
     }
@@ -25,44 +20,6 @@ import Testing
                    (SELECT like_count FROM users WHERE id = 'u2'), (SELECT last_seq FROM event_log_head),
                    (SELECT count(*) FROM events)
             """)
-    }
-
-    @Test func aLoneCommandIsOneRoundTripWhereATransactionIsThree() throws {
-        var options = PostgresOptions()
-        options.maximumConnections = 1
-        guard let db = try TestDatabase.make("commit_likes_trips", options: options) else { return }
-        try seedUsersAndPost(db.backend)
-        // The first use of the statement on the connection prepares it (a round trip of its own).
-        _ = try db.backend.commitLikes([Self.unit(.like, "u1", "p1")], join: { _ in [] }, afterCommit: { _ in })
-
-        let before = try Self.roundTrips(db.backend)
-        var delivered: [[Result<[LikeOutcome], StorageError>]] = []
-        let outcomes = try db.backend.commitLikes(
-            [Self.unit(.toggle, "u2", "p1")],
-            join: { _ in
-                Issue.record("commitLikes asked for more units: a statement already sent cannot take them")
-                return []
-            },
-            afterCommit: { delivered.append($0) })
-        #expect(try Self.roundTrips(db.backend) - before == 1)
-        let outcome = try #require(try outcomes.first?.get().first)
-        #expect(outcome.liked && outcome.likeCount == 2)
-        #expect(delivered.count == 1)
-        // Committed: another connection sees it.
-        #expect(try Self.state(db)[0][0] == .integer(2))
-
-        // The same command in a transaction: BEGIN, the statement, COMMIT.
-        let inTransaction = try Self.roundTrips(db.backend)
-        try write(db.backend) { tx in _ = try tx.applyLikes([Self.unit(.toggle, "u2", "p1")]) }
-        #expect(try Self.roundTrips(db.backend) - inTransaction == 3)
-
-        // A connection the server has not answered for over a second may be gone without a trace: its first round
-        // trip is BEGIN, which can be repeated on a new connection, not a statement that commits by itself.
-        usleep(1_100_000)  // the scenario: an idle connection, not a wait for an event
-        let idle = try Self.roundTrips(db.backend)
-        let afterIdle = try db.backend.commitLikes([Self.unit(.toggle, "u2", "p1")], join: { _ in [] }, afterCommit: { _ in })
-        #expect(try Self.roundTrips(db.backend) - idle == 3)
-        #expect(try afterIdle.first?.get().first?.liked == true)
     }
 
     @Test func aLoneCommandThatFailsLeavesNothing() throws {

@@ -4,16 +4,15 @@ internal import Foundation
 /// Up to `capacity` connections to one server, opened on first need and handed out one per call.
 ///
 /// Broken connections never reach a caller twice:
-/// - An idle connection is looked at before it is handed out: one whose socket became readable while idle (the
-///   server closed it — a restart, a reset — or sent its last words), or that libpq found broken, is closed instead
-///   of handed out.
+/// - An idle connection is looked at before it is handed out: a socket that became readable while idle (the server
+///   closed it — a restart, a reset — or sent its last words) is read without blocking, and a connection libpq then
+///   finds broken is closed instead of handed out.
 /// - A connection that comes back broken (or still inside a transaction) is closed; since a lost connection usually
 ///   means the server restarted or the network failed, the idle ones are closed with it, so the next call opens a
 ///   fresh connection instead of finding another dead one. ``discardIdle()`` does the same for the change watch.
 /// - A call whose first round trip on a reused connection failed because the connection was gone — the server
-///   answered nothing of the call — runs once more on a new connection, unless the caller says that round trip may
-///   have committed (an autocommit write: the server may have died after its commit, before its answer). A call
-///   that got any answer, or whose connection went silent (the response timeout), is not repeated.
+///   answered nothing of the call, so nothing of it ran — runs once more on a new connection. A call that got any
+///   answer, or whose connection went silent (the response timeout), is not repeated.
 ///
 /// `@unchecked Sendable`: `idle`, `openCount` and `isClosed` are only touched while `condition` (an `NSCondition`,
 /// which is its own lock) is held; a connection taken out of `idle` is used by exactly one thread until it is
@@ -38,25 +37,18 @@ final class ConnectionPool: @unchecked Sendable {
     ///
     /// `body` may run twice: when its first round trip on a reused connection found the connection gone (nothing of
     /// it reached the server), it runs again on a new connection.
-    /// Runs `body` with a connection of the pool.
-    ///
-    /// - Parameter repeatable: whether `body` may run again on a new connection when its first round trip on this
-    ///   one found it gone (`false` when `body`'s first round trip on it commits by itself).
-    func withConnection<T>(
-        repeatable: (PostgresConnection) -> Bool = { _ in true }, _ body: (PostgresConnection) throws -> T
-    ) throws -> T {
+    func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         var retried = false
         while true {
             let (connection, reused) = try checkOut()
             let answered = connection.answeredRoundTrips
-            let mayRepeat = repeatable(connection)
             let value: T
             do {
                 value = try body(connection)
             } catch {
                 let unanswered = connection.isBroken && !connection.gaveUpWaiting && connection.answeredRoundTrips == answered
                 checkIn(connection)
-                if mayRepeat, reused, unanswered, !retried {
+                if reused, unanswered, !retried {
                     retried = true
                     continue
                 }

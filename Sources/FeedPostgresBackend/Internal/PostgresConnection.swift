@@ -19,11 +19,7 @@ final class PostgresConnection {
     var responseTimeout: Duration?
     /// Round trips the server answered (with rows, a status or an error of its own); not counted: failures of the
     /// connection itself. The pool compares it before and after a call to tell whether the server saw any of it.
-    private(set) var answeredRoundTrips = 0 {
-        didSet { lastAnswer = .now }
-    }
-    /// When the server last answered a round trip (or the connection was opened).
-    private(set) var lastAnswer = ContinuousClock.now
+    private(set) var answeredRoundTrips = 0
     /// Whether the connection was closed because the server did not answer within ``responseTimeout``.
     private(set) var gaveUpWaiting = false
     /// Prepared statement names by SQL text.
@@ -109,22 +105,17 @@ final class PostgresConnection {
         return PQstatus(handle) != CONNECTION_OK
     }
 
-    /// Whether an idle connection is to be taken as gone: libpq found it broken, or its socket became readable
-    /// while nothing was asked. A pooled connection listens for nothing, so the server only speaks unasked when it
-    /// ends the session — it closed or reset it, or sent a fatal message (`57P01`…, "terminating connection")
-    /// before closing it, which libpq does not count as broken until it reads the close. A quiet socket is taken as
-    /// alive: a peer that vanished silently is found by the next round trip's deadline.
+    /// Whether an idle connection turned out to be gone: its socket became readable while nothing was asked (the
+    /// server closed it, reset it, or sent a fatal message before it went), and libpq, reading what came without
+    /// blocking, finds it broken. A quiet socket is taken as alive: a peer that vanished silently is found by the
+    /// next round trip's deadline.
     func isGoneWhileIdle() -> Bool {
         guard let handle else { return true }
         var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
-        return poll(&descriptor, 1, 0) > 0 || PQstatus(handle) != CONNECTION_OK
+        guard poll(&descriptor, 1, 0) > 0 else { return PQstatus(handle) != CONNECTION_OK }
+        if descriptor.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 { return true }
+        return PQconsumeInput(handle) == 0 || PQstatus(handle) != CONNECTION_OK
     }
-
-    /// Whether the server answered within the last second: such a connection is taken to be alive, so a statement
-    /// that commits by itself may be its first round trip. One idle for longer may have been dropped meanwhile (a
-    /// restart, an idle timeout, a load balancer) without a trace yet, so its first round trip should be one that
-    /// can be repeated on a new connection.
-    var answeredRecently: Bool { ContinuousClock.now - lastAnswer < .seconds(1) }
 
     /// Whether the connection is idle outside any transaction (fit to be reused by someone else).
     var isIdle: Bool {
