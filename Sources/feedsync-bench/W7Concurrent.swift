@@ -96,66 +96,30 @@ enum W7Concurrent {
 
 /// The T threads of one W7 run (and of W1 with `--clients`), their start barrier and what they report.
 final class ToggleThreads: Sendable {
-    /// What the threads report, behind the mutex; read by the driver after the finish line.
-    private struct Tally {
-        var waiting: Int
-        var running: Int
-        var firstStart: UInt64 = .max
-        var lastFinish: UInt64 = 0
-        var unlikes = 0
-        var failures: [String] = []
-    }
-
     private let service: FeedService
     private let commands: [LikeCommand]
     private let threads: Int
     /// `--writer mutex`: one lock around every call, so no two calls overlap.
     private let serialize: Bool
     private let serializer = Mutex(())
-    private let tally: Mutex<Tally>
-    /// Start barrier and finish line: signalled when `waiting` (then `running`) reaches 0.
-    private let condition = NSCondition()
 
     init(service: FeedService, commands: [LikeCommand], threads: Int, serialize: Bool) {
         self.service = service
         self.commands = commands
         self.threads = max(1, threads)
         self.serialize = serialize
-        tally = Mutex(Tally(waiting: max(1, threads), running: max(1, threads)))
     }
 
-    /// Starts the threads, waits for all of them to finish, and returns the timed span and their totals.
+    /// Starts the threads behind ``BarrierThreads``' start barrier, waits for all of them to finish, and returns the
+    /// timed span and their totals.
     func run() -> (seconds: Double, unlikes: Int, failures: [String]) {
-        for index in 0..<threads {
-            let thread = Thread { [self] in work(index) }
-            thread.name = "w7-\(index)"
-            thread.start()
-        }
-        condition.lock()
-        while tally.withLock({ $0.running }) > 0 { condition.wait() }
-        condition.unlock()
-        return tally.withLock { tally in
-            (Double(tally.lastFinish &- tally.firstStart) / 1e9, tally.unlikes, tally.failures)
-        }
+        let outcome = BarrierThreads.run(threads: threads, name: "w7") { [self] index in work(index) }
+        return (outcome.seconds, outcome.reports.reduce(0) { $0 + $1.unlikes }, outcome.reports.flatMap(\.failures))
     }
 
-    /// Thread `index`: waits at the barrier, then makes ops index, index + T, … through `toggle`.
-    private func work(_ index: Int) {
-        condition.lock()
-        let left = tally.withLock { tally in
-            tally.waiting -= 1
-            return tally.waiting
-        }
-        if left == 0 {
-            condition.broadcast()
-        } else {
-            while tally.withLock({ $0.waiting }) > 0 { condition.wait() }
-        }
-        condition.unlock()
-
-        let started = monotonicNanos()
-        var unlikes = 0
-        var failures: [String] = []
+    /// Thread `index`: makes ops index, index + T, … through `toggle`.
+    private func work(_ index: Int) -> OpReport {
+        var report = OpReport()
         for i in stride(from: index, to: commands.count, by: threads) {
             let command = commands[i]
             do {
@@ -167,22 +131,11 @@ final class ToggleThreads: Sendable {
                 } else {
                     result = try service.toggle(userID: command.userID, postID: command.postID)
                 }
-                if !result.liked { unlikes += 1 }
+                if !result.liked { report.unlikes += 1 }
             } catch {
-                failures.append("op \(i): \(error)")
+                report.failures.append("op \(i): \(error)")
             }
         }
-        let finished = monotonicNanos()
-
-        condition.lock()
-        tally.withLock { tally in
-            tally.firstStart = min(tally.firstStart, started)
-            tally.lastFinish = max(tally.lastFinish, finished)
-            tally.unlikes += unlikes
-            tally.failures += failures
-            tally.running -= 1
-        }
-        condition.broadcast()
-        condition.unlock()
+        return report
     }
 }

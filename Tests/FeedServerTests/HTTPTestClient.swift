@@ -89,6 +89,11 @@ enum HTTPTestClient {
         let fd = try connect(port: port, host: host)
         defer { close(fd) }
         send(fd, bytes)
+        return try parse(receiveAll(fd))
+    }
+
+    /// Everything `fd` receives until the peer closes its side (or the connection fails).
+    static func receiveAll(_ fd: Int32) -> [UInt8] {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
@@ -96,7 +101,7 @@ enum HTTPTestClient {
             if count <= 0 { break }
             received += buffer[0..<count]
         }
-        return try parse(received)
+        return received
     }
 
     /// Parses a complete response (Content-Length or chunked body).

@@ -146,13 +146,7 @@ struct HostileRequest {
         defer { close(fd) }
         HTTPTestClient.send(fd, bytes)
         if halfClose { shutdown(fd, Int32(SHUT_WR)) }
-        var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = recv(fd, &buffer, buffer.count, 0)
-            if count <= 0 { break }
-            received += buffer[0..<count]
-        }
+        let received = HTTPTestClient.receiveAll(fd)
         guard let response = try? HTTPTestClient.parse(received) else { return Outcome(status: nil, contentType: nil, body: "") }
         return Outcome(status: response.status, contentType: response.headers["content-type"], body: response.text)
     }

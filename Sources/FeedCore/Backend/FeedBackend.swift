@@ -34,8 +34,8 @@ package protocol FeedBackend: AnyObject, Sendable {
     ///
     /// After the units ran, a backend may ask `join` — with how many units ran so far — for units to run in the
     /// same transaction before `COMMIT`, until it returns none (SQLite's single writer does: callers queued meanwhile
-    /// share the commit). PostgreSQL does not: it sends the transaction as one statement in autocommit, one round
-    /// trip, which commits or leaves nothing.
+    /// share the commit). PostgreSQL does not: its batch is one statement, and units joining a transaction that
+    /// already holds rows would need a lock order between the calls.
     ///
     /// - Returns: one result per unit, `join`'s units after the first ones, in order.
     /// - Throws: what `applyLikes` throws (nothing of the units committed), or ``StorageError`` for the `COMMIT`.
