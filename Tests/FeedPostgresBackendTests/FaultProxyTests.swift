@@ -27,7 +27,9 @@ import Testing
 
         // The client's end of stream reaches the server, which closes; its end of stream comes back.
         shutdown(client.fd, Int32(SHUT_WR))
-        #expect(inputEvents(on: [client.fd], within: .seconds(30)) != [0])
+        #expect(
+            inputEvents(on: [client.fd], within: .seconds(30)) != [0],
+            "no end of stream: \(sut.openPairs) pair(s) open in the proxy, \(echo.openConnections) in the echo server")
         var byte: UInt8 = 0
         #expect(recv(client.fd, &byte, 1, 0) == 0)
         #expect(eventually { sut.openPairs == 0 })

@@ -26,9 +26,25 @@ final class ChildProcess: @unchecked Sendable {
     private var readers: [PipeReader] = []
 
     /// Starts `feedsync arguments` with a clean environment whose HOME is `home`.
-    init(_ arguments: [String], home: String) throws {
-        process.executableURL = URL(fileURLWithPath: Self.executable)
-        process.arguments = arguments
+    ///
+    /// With `openFilesFirst` above 0, a shell opens `/dev/null` on the descriptors from 3 to that number and then
+    /// becomes `feedsync`, which starts with them open, so the sockets it opens number above them, as in a busy
+    /// process. The test process itself never holds that many files: every thread of a parallel run would get such
+    /// numbers, and Foundation's `Process.run` reads past a buffer when `/proc/self/fd` lists that many.
+    init(_ arguments: [String], home: String, openFilesFirst: Int = 0) throws {
+        if openFilesFirst > 0 {
+            let script = """
+                [ "$(ulimit -n)" -ge \(openFilesFirst + 256) ] || ulimit -n \(openFilesFirst + 256) || exit 125
+                exec 3</dev/null 4</dev/null 5</dev/null 6</dev/null 7</dev/null 8</dev/null 9</dev/null
+                fd=0; while [ "$fd" -lt \(openFilesFirst) ]; do exec {fd}</dev/null || exit 125; done
+                exec "$0" "$@"
+                """
+            process.executableURL = URL(fileURLWithPath: "/bin/bash")
+            process.arguments = ["-c", script, Self.executable] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: Self.executable)
+            process.arguments = arguments
+        }
         var environment = ["PATH": "/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8"]
         if let profile = ProcessInfo.processInfo.environment["LLVM_PROFILE_FILE"] { environment["LLVM_PROFILE_FILE"] = profile }
         process.environment = environment

@@ -16,9 +16,11 @@ final class ServeProcess: Sendable {
     private let stopped = Mutex<(done: Bool, status: Int32?)>((false, nil))
 
     /// Starts `feedsync --db DATABASE serve --listen 127.0.0.1:0 EXTRA…` with `HOME` set to `home` and waits (at
-    /// most `timeout` seconds) for `feedsync: serving … on http://127.0.0.1:PORT/ (Ctrl-C to stop)`.
-    init(database: String, home: String, extra: [String] = [], timeout: Double = 30) throws {
-        child = try ChildProcess(["--db", database, "serve", "--listen", "127.0.0.1:0"] + extra, home: home)
+    /// most `timeout` seconds) for `feedsync: serving … on http://127.0.0.1:PORT/ (Ctrl-C to stop)`; with
+    /// `openFilesFirst`, the server starts with that many files open (see ``ChildProcess``).
+    init(database: String, home: String, extra: [String] = [], openFilesFirst: Int = 0, timeout: Double = 30) throws {
+        child = try ChildProcess(
+            ["--db", database, "serve", "--listen", "127.0.0.1:0"] + extra, home: home, openFilesFirst: openFilesFirst)
         guard let line = child.firstLine(timeout: timeout), let match = line.firstMatch(of: #/serving .* on (http:\S+/) /#)
         else {
             child.send(SIGKILL)
