@@ -1,5 +1,6 @@
 public import FeedCore
 internal import Foundation
+internal import Synchronization
 
 /// FeedSync on a PostgreSQL server, through libpq.
 ///
@@ -13,10 +14,11 @@ internal import Foundation
 ///   `sslrootcert`, …), `.pgpass`, `PGPASSWORD` and service files work as libpq documents. ``location`` is the URL
 ///   without its password (``redacted(_:)``); no error or log names the password or any bound value.
 /// - **Connections**: a pool of up to ``PostgresOptions/maximumConnections``, opened lazily, each with
-///   `application_name=feedsync`, the statement timeout, and `default_transaction_read_only` (only ``write(_:afterCommit:)``
-///   and ``bulkLoad(_:)`` begin `READ WRITE` transactions). A connection found broken is discarded with the idle
+///   `application_name=feedsync` and the statement timeout; a backend opened only to read sets
+///   `default_transaction_read_only` too. A connection found broken is discarded with the idle
 ///   ones: that call fails with ``StorageError/connectionLost(location:reason:)``, the next one reconnects.
-/// - **Writes**: `READ COMMITTED` transactions; a serialization failure or deadlock reruns the whole body (up to
+/// - **Writes**: `READ COMMITTED` transactions, and like batches as one autocommit statement
+///   (``commitLikes(_:join:afterCommit:)``, one round trip, applied once even when sent twice); a serialization failure or deadlock reruns the whole body (up to
 ///   ``PostgresOptions/retryLimit`` attempts, jittered backoff), then fails with ``StorageError/busy(_:)``.
 /// - **Reads**: ``read(_:)`` is one `REPEATABLE READ` read-only snapshot; ``readOnce(_:)`` runs each statement on
 ///   its own.
@@ -46,6 +48,8 @@ public final class PostgresBackend: FeedBackend {
     let url: String
     private let pool: ConnectionPool
     let writers = WritingThreads()
+    /// The lanes like batches are sent on (``commitLikes(_:join:afterCommit:)``), one batch at a time each.
+    private let likeLanes = LikeLanes()
     /// Announces this backend's commits to other processes' change watches (``PostgresOpenMode/migrate`` only).
     let notifier: PostgresNotifier?
 
@@ -87,7 +91,9 @@ public final class PostgresBackend: FeedBackend {
         case .inspect:
             _ = try migrator.validate(session, location: location)
         }
-        let readOnly = true
+        // Sessions of a backend that writes are read-write by default, so that a like batch runs as one statement
+        // in autocommit (``commitLikes(_:join:afterCommit:)``); the other modes' sessions cannot write at all.
+        let readOnly = mode != .migrate
         if mode == .migrate {
             let notifier = PostgresNotifier { () throws(PostgresFailure) in
                 try PostgresConnection.open(
@@ -225,19 +231,58 @@ public final class PostgresBackend: FeedBackend {
         return .committed(value, lastSeq: transaction.lastAppendedSeq)
     }
 
-    /// Applies the units in a `READ COMMITTED` transaction of their own — `BEGIN`, one `feedsync_apply_likes`
-    /// statement, `COMMIT` — as ``write(_:afterCommit:)`` does, with its retries. `join` is never asked: the batch is
-    /// one statement, and units that join a transaction already holding rows would need a lock order between calls.
+    /// Applies the units with one statement in autocommit — `feedsync_apply_likes_once`, which is its own transaction —
+    /// so a lone command costs one round trip where `BEGIN`, the statement and `COMMIT` cost three. The statement
+    /// commits whole or leaves nothing: one unit's failure fails it, and with several units each runs in a
+    /// subtransaction of the function, its failure a result. `join` is never asked (more units cannot join a statement
+    /// already sent). Retried as ``write(_:afterCommit:)`` is, on a serialization failure or deadlock.
     ///
-    /// Why not one autocommit statement (one round trip instead of three): a statement that got no answer may have
-    /// committed, so it could never be repeated on a new connection, and a pooled connection that a restart or a
-    /// load balancer dropped is not always seen before use — the first command after such a reset would fail
-    /// instead of running once more. `BEGIN` first keeps the first round trip repeatable.
+    /// A statement that got no answer may have committed. It is sent once more on a new connection all the same (by
+    /// the pool, when the connection was found gone): the batch goes on a lane of its own with the next number of that
+    /// lane, and the server records each lane's last batch and its result rows in the batch's transaction, so a batch
+    /// sent again answers with what it did the first time and changes nothing (migration 0007).
     package func commitLikes(
         _ units: [LikeUnit], join: (_ count: Int) -> [LikeUnit],
         afterCommit: ([Result<[LikeOutcome], StorageError>]) -> Void
     ) throws -> [Result<[LikeOutcome], StorageError>] {
-        try write({ try $0.applyLikes(units) }, afterCommit: afterCommit)
+        guard mode == .migrate else { throw StorageError.readOnly(path: location) }
+        guard !writers.containsCurrentThread else { throw Self.reentrantWrite }
+        writers.enter()
+        defer { writers.leave() }
+        var lane = likeLanes.take()
+        let batch = lane.nextBatch()
+        defer { likeLanes.give(back: lane) }
+        var attempt = 1
+        while true {
+            let outcome: WriteOutcome<[Result<[LikeOutcome], StorageError>]>
+            do {
+                outcome = try withConnection { connection in
+                    let transaction = PostgresTransaction(connection: connection, access: .autocommit, location: location)
+                    defer { transaction.invalidate() }
+                    do {
+                        let outcomes = try transaction.applyLikes(units, lane: (lane.id, batch))
+                        return .committed(outcomes, lastSeq: transaction.lastAppendedSeq)
+                    } catch StorageError.busy(let failure) where failure.code == "40001" || failure.code == "40P01" {
+                        return .retry(failure)
+                    }
+                }
+            } catch StorageError.database(let failure) where failure.code == "FSB02" {
+                // A first send of this batch committed while this one ran; sent again, it answers from the lane.
+                guard attempt < max(1, options.retryLimit) else { throw StorageError.database(failure) }
+                attempt += 1
+                continue
+            }
+            switch outcome {
+            case .committed(let value, let lastSeq):
+                if let lastSeq { notifier?.signal(committed: lastSeq) }
+                afterCommit(value)
+                return value
+            case .retry(let failure):
+                guard attempt < max(1, options.retryLimit) else { throw StorageError.busy(failure) }
+                Self.pause(beforeAttempt: attempt + 1)
+                attempt += 1
+            }
+        }
     }
 
     /// Sleeps before a retry: about 10 ms doubled per attempt (at most 320 ms), ±50 % at random, so that two
@@ -272,8 +317,8 @@ public final class PostgresBackend: FeedBackend {
         }
     }
 
-    /// Runs `body` on a pooled connection without a transaction: each statement sees its own snapshot (and cannot
-    /// write: the session is read-only by default).
+    /// Runs `body` on a pooled connection without a transaction: each statement sees its own snapshot; the
+    /// transaction refuses writes.
     package func readOnce<T>(_ body: (any FeedTransaction) throws -> T) throws -> T {
         try withConnection { connection in
             let transaction = PostgresTransaction(connection: connection, access: .readOnce, location: location)
@@ -380,5 +425,33 @@ final class WritingThreads: @unchecked Sendable {
         lock.withLock {
             if let index = threads.firstIndex(where: { pthread_equal($0, current) != 0 }) { threads.remove(at: index) }
         }
+    }
+}
+
+/// The lanes of ``PostgresBackend/commitLikes(_:join:afterCommit:)``: each a random id whose batches are numbered
+/// upwards, used by one batch at a time, so that the server can tell a batch sent again from a new one.
+private final class LikeLanes: Sendable {
+    private let idle = Mutex<[LikeLane]>([])
+
+    /// An idle lane, or a new one.
+    func take() -> LikeLane {
+        idle.withLock { $0.popLast() } ?? LikeLane(id: UUID().uuidString.lowercased(), next: 1)
+    }
+
+    /// Returns a lane taken with ``take()``.
+    func give(back lane: LikeLane) {
+        idle.withLock { $0.append(lane) }
+    }
+}
+
+/// One lane: its id and the number its next batch gets.
+private struct LikeLane {
+    let id: String
+    var next: Int64
+
+    /// The number of the lane's next batch.
+    mutating func nextBatch() -> Int64 {
+        defer { next += 1 }
+        return next
     }
 }

@@ -44,7 +44,7 @@ enum CLIRun {
         process.standardInput = input
         process.standardOutput = output
         process.standardError = errors
-        try process.run()
+        try launch(process)
         input.fileHandleForWriting.write(Data(stdin.utf8))
         try input.fileHandleForWriting.close()
         let outData = readAll(output.fileHandleForReading)
@@ -81,7 +81,7 @@ final class RunningCLI: Sendable {
         process.standardOutput = output
         process.standardError = errors
         process.terminationHandler = { [exited] _ in exited.signal() }
-        try process.run()
+        try launch(process)
         let condition = condition
         readers = [(output, collected), (errors, errorText)].map { pipe, buffer in
             PipeReader(pipe.fileHandleForReading) { data in

@@ -87,7 +87,7 @@ import Testing
         process.standardOutput = output
         process.standardError = errors
         process.standardInput = FileHandle.nullDevice
-        try process.run()
+        try launch(process)
         let out = readAll(output.fileHandleForReading)
         let err = readAll(errors.fileHandleForReading)
         process.waitUntilExit()

@@ -296,7 +296,7 @@ import Testing
         sigaddset(&fileSizeSignal, SIGXFSZ)
         pthread_sigmask(SIG_UNBLOCK, &fileSizeSignal, &previous)
         defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
-        try process.run()
+        try launch(process)
         let collected = (out: Collected(), err: Collected())
         let readers = DispatchGroup()
         for (pipe, buffer) in [(output, collected.out), (errors, collected.err)] {

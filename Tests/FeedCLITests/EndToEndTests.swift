@@ -104,7 +104,7 @@ import Testing
             let errors = Pipe()
             process.standardError = errors
             process.standardOutput = Pipe()
-            try process.run()
+            try launch(process)
             let stderr = String(decoding: readAll(errors.fileHandleForReading), as: UTF8.self)
             process.waitUntilExit()
             #expect(process.terminationStatus == 64, "\(url)")
@@ -336,7 +336,7 @@ import Testing
         let sqlite = Process()
         sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
         sqlite.arguments = [database, sql]
-        try sqlite.run()
+        try launch(sqlite)
         sqlite.waitUntilExit()
         try #require(sqlite.terminationStatus == 0)
         let result = try feedsync("check")
@@ -400,7 +400,7 @@ import Testing
         let sqlite = Process()
         sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
         sqlite.arguments = [database, "PRAGMA user_version = 99;"]
-        try sqlite.run()
+        try launch(sqlite)
         sqlite.waitUntilExit()
         let result = try feedsync("feed")
         #expect(result.status == 74)
@@ -489,7 +489,7 @@ import Testing
         let input = Pipe(), output = Pipe()
         holder.standardInput = input
         holder.standardOutput = output
-        try holder.run()
+        try launch(holder)
         defer {
             try? input.fileHandleForWriting.close()
             holder.waitUntilExit()

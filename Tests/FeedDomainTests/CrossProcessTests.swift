@@ -45,7 +45,7 @@ final class Child: @unchecked Sendable {
                 }
             }
         }.start()
-        try process.run()
+        try launch(process)
     }
 
     func send(_ line: String) {

@@ -419,8 +419,8 @@ import Testing
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
         if mergeStandardError { posix_spawn_file_actions_adddup2(&actions, fds[1], 2) }
-        posix_spawn_file_actions_addclose(&actions, fds[0])
-        posix_spawn_file_actions_addclose(&actions, fds[1])
+        // And nothing else of this process (a postmaster started here lives on, and would hold other tests' pipes).
+        spawnFileActionsAddCloseFrom(&actions, 3)
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid = pid_t()

@@ -207,7 +207,7 @@ enum SHA256Reference {
         let input = Pipe(), output = Pipe()
         process.standardInput = input
         process.standardOutput = output
-        try process.run()
+        try launch(process)
         input.fileHandleForWriting.write(Data(text.utf8))
         try input.fileHandleForWriting.close()
         let data = readAll(output.fileHandleForReading)

@@ -5,8 +5,14 @@ import FeedTestThreads
 import Foundation
 import Testing
 
-/// `commitLikes` commits a like batch whole or leaves nothing, even when it fails after writing rows.
+/// `commitLikes` sends a like batch as one autocommit statement: one round trip, all of it or nothing, and applied once
+/// however often it is sent.
 @Suite(.ownThreads) struct CommitLikesTests {
+    /// Round trips the server answered on the pool's one connection.
+    private static func roundTrips(_ backend: PostgresBackend) throws -> Int {
+        try backend.withConnection { $0.answeredRoundTrips }
+    }
+
     private static func unit(_ action: LikeCommand.Action, _ user: String, _ post: String) -> LikeUnit {
         LikeUnit(operations: [LikeCommand(action, userID: user, postID: post)], at: testTime)
     }
@@ -20,6 +26,136 @@ import Testing
                    (SELECT like_count FROM users WHERE id = 'u2'), (SELECT last_seq FROM event_log_head),
                    (SELECT count(*) FROM events)
             """)
+    }
+
+    @Test func aLoneCommandIsOneRoundTripWhereATransactionIsThree() throws {
+        var options = PostgresOptions()
+        options.maximumConnections = 1
+        guard let db = try TestDatabase.make("commit_likes_trips", options: options) else { return }
+        try seedUsersAndPost(db.backend)
+        // The first use of the statement on the connection prepares it (a round trip of its own).
+        _ = try db.backend.commitLikes([Self.unit(.like, "u1", "p1")], join: { _ in [] }, afterCommit: { _ in })
+
+        let before = try Self.roundTrips(db.backend)
+        var delivered: [[Result<[LikeOutcome], StorageError>]] = []
+        let outcomes = try db.backend.commitLikes(
+            [Self.unit(.toggle, "u2", "p1")],
+            join: { _ in
+                Issue.record("commitLikes asked for more units: a statement already sent cannot take them")
+                return []
+            },
+            afterCommit: { delivered.append($0) })
+        #expect(try Self.roundTrips(db.backend) - before == 1)
+        let outcome = try #require(try outcomes.first?.get().first)
+        #expect(outcome.liked && outcome.likeCount == 2)
+        #expect(delivered.count == 1)
+        // Committed: another connection sees it.
+        #expect(try Self.state(db)[0][0] == .integer(2))
+
+        // The same command in a transaction: BEGIN, the statement, COMMIT (once prepared there too).
+        try write(db.backend) { tx in _ = try tx.applyLikes([Self.unit(.toggle, "u2", "p1")]) }
+        let inTransaction = try Self.roundTrips(db.backend)
+        try write(db.backend) { tx in _ = try tx.applyLikes([Self.unit(.toggle, "u2", "p1")]) }
+        #expect(try Self.roundTrips(db.backend) - inTransaction == 3)
+
+        // A connection idle for a while is used the same way: a batch sent on it can be sent again (below).
+        let idle = try Self.roundTrips(db.backend)
+        let afterIdle = try db.backend.commitLikes([Self.unit(.toggle, "u2", "p1")], join: { _ in [] }, afterCommit: { _ in })
+        #expect(try Self.roundTrips(db.backend) - idle == 1)
+        #expect(try afterIdle.first?.get().first?.liked == false)
+    }
+
+    /// Sends `units` as batch `batch` of `lane` in autocommit, as ``PostgresBackend/commitLikes(_:join:afterCommit:)``
+    /// does, on a connection of `backend`.
+    private static func send(
+        _ units: [LikeUnit], lane: String, batch: Int64, on backend: PostgresBackend
+    ) throws -> [Result<[LikeOutcome], StorageError>] {
+        try backend.withConnection { connection in
+            let transaction = PostgresTransaction(connection: connection, access: .autocommit, location: backend.location)
+            defer { transaction.invalidate() }
+            return try transaction.applyLikes(units, lane: (lane, batch))
+        }
+    }
+
+    @Test func aBatchSentAgainAnswersAsTheFirstTimeAndChangesNothing() throws {
+        guard let db = try TestDatabase.make("commit_likes_again") else { return }
+        try seedUsersAndPost(db.backend)
+        let lane = UUID().uuidString.lowercased()
+        let first = try Self.send([Self.unit(.toggle, "u2", "p1")], lane: lane, batch: 1, on: db.backend)
+        let firstOutcome = try #require(try first.first?.get().first)
+        #expect(firstOutcome.liked && firstOutcome.likeCount == 1 && firstOutcome.event?.seq == 1)
+        let afterFirst = try Self.state(db)
+
+        // The same batch again — as after a connection that broke before its answer came — toggles nothing.
+        let again = try Self.send([Self.unit(.toggle, "u2", "p1")], lane: lane, batch: 1, on: db.backend)
+        #expect(try again.first?.get() == [firstOutcome])
+        #expect(try Self.state(db) == afterFirst)
+
+        // The lane's next batch applies; an older one than its last is refused, and changes nothing.
+        let next = try Self.send([Self.unit(.toggle, "u2", "p1")], lane: lane, batch: 2, on: db.backend)
+        #expect(try next.first?.get().first?.liked == false)
+        let afterNext = try Self.state(db)
+        #expect(throws: StorageError.self) {
+            try Self.send([Self.unit(.toggle, "u2", "p1")], lane: lane, batch: 1, on: db.backend)
+        }
+        #expect(try Self.state(db) == afterNext)
+
+        // A failed batch records nothing: sent again, it runs again (and fails again).
+        #expect(throws: StorageError.postNotFound("nothing")) {
+            try Self.send([Self.unit(.like, "u1", "nothing")], lane: lane, batch: 3, on: db.backend)
+        }
+        let retried = try Self.send([Self.unit(.like, "u1", "p1")], lane: lane, batch: 3, on: db.backend)
+        #expect(try retried.first?.get().first?.liked == true)
+        #expect(try db.admin("SELECT batch FROM like_lanes WHERE lane = $1::uuid", [.text(lane)]) == [[.integer(3)]])
+    }
+
+    @Test func aBatchSentAgainWhileItsFirstSendStillRunsWaitsAndAnswersFromIt() throws {
+        guard let db = try TestDatabase.make("commit_likes_overlap") else { return }
+        try seedUsersAndPost(db.backend)
+        let other = try PostgresBackend(url: db.url)
+        defer { other.close() }
+        let lane = UUID().uuidString.lowercased()
+        let units = [Self.unit(.toggle, "u2", "p1")]
+
+        // The first send, inside a transaction held open: it has applied the batch and created the lane, uncommitted.
+        let sent = DispatchSemaphore(value: 0), commit = DispatchSemaphore(value: 0)
+        let firstOutcome = Shared<LikeOutcome?>(nil)
+        let first = spawn("first send") {
+            _ = try? write(other) { tx in
+                let outcomes = try tx.pg.applyLikes(units, lane: (lane, 1))
+                firstOutcome.update { $0 = try? outcomes.first?.get().first }
+                sent.signal()
+                _ = commit.wait(timeout: .now() + 30)
+            }
+        }
+        #expect(waitFor(sent, "the first send"))
+        // The second send waits for the first; once that commits, it undoes itself (FSB02) and, sent once more,
+        // answers from the lane.
+        let secondFailure = Shared<StorageError?>(nil)
+        let second = spawn("second send") {
+            do {
+                _ = try Self.send(units, lane: lane, batch: 1, on: db.backend)
+            } catch {
+                secondFailure.update { $0 = error as? StorageError }
+            }
+        }
+        let waiting = try waitUntil("the second send waits for a lock") {
+            try db.admin(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%feedsync_apply_likes_once%'"
+            ) == [[.integer(1)]]
+        }
+        #expect(waiting)
+        commit.signal()
+        join([first, second])
+        guard case .database(let failure)? = secondFailure.current else {
+            Issue.record("the second send ended with \(String(describing: secondFailure.current))")
+            return
+        }
+        #expect(failure.code == "FSB02")
+        let again = try Self.send(units, lane: lane, batch: 1, on: db.backend)
+        #expect(try again.first?.get().first == firstOutcome.current)
+        #expect(try Self.state(db)[0][0] == .integer(1), "one like, applied once")
+        #expect(try Self.state(db)[0][4] == .integer(1), "one event")
     }
 
     @Test func aLoneCommandThatFailsLeavesNothing() throws {

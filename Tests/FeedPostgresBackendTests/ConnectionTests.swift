@@ -191,14 +191,20 @@ import Testing
         #expect(try backend.readOnce { tx in try tx.lastSeq() } == 0)
     }
 
-    @Test func sessionsAreNamedFeedsyncAndReadOnlyOutsideWrites() throws {
+    /// A backend that writes keeps its sessions read-write (a like batch is one autocommit statement); one opened
+    /// only to read makes every session read-only, so nothing it sends can write.
+    @Test func sessionsAreNamedFeedsyncAndReadOnlyWhenTheBackendOnlyReads() throws {
         guard let db = try TestDatabase.make("connection_settings", options: PostgresOptions(statementTimeout: .seconds(7))) else { return }
-        let settings = try db.backend.readOnce { tx throws in
-            try tx.fetch(
-                "SELECT current_setting('application_name'), current_setting('statement_timeout'), current_setting('default_transaction_read_only')",
-                [])
-        }
-        #expect(settings == [[.text("feedsync"), .text("7s"), .text("on")]])
+        let query = """
+            SELECT current_setting('application_name'), current_setting('statement_timeout'),
+                   current_setting('default_transaction_read_only')
+            """
+        #expect(try db.backend.readOnce { tx throws in try tx.fetch(query, []) } == [[.text("feedsync"), .text("7s"), .text("off")]])
+        let reader = try PostgresBackend(url: db.url, options: PostgresOptions(statementTimeout: .seconds(7)), mode: .readCurrent)
+        defer { reader.close() }
+        #expect(try reader.readOnce { tx throws in try tx.fetch(query, []) } == [[.text("feedsync"), .text("7s"), .text("on")]])
+        #expect(throws: StorageError.self) { try reader.readOnce { tx throws in try tx.fetch("DELETE FROM users RETURNING id", []) } }
+        #expect(try db.backend.readOnce { tx in try tx.counts().users } == 0)
     }
 
     @Test func closingTheBackendFailsLaterCalls() throws {

@@ -118,7 +118,7 @@ import Testing
         }
         try db.backend.readOnce { tx throws in
             #expect(throws: StorageError.readOnly(path: location)) { try tx.pg.insertLike(userKey: 1, postKey: 1, at: testTime) }
-            // The session is read-only outside write transactions, so your own SQL cannot write either.
+            // Your own statements are refused outside write transactions too.
             #expect(throws: StorageError.readOnly(path: location)) { try tx.execute("DELETE FROM users") }
         }
         #expect(try db.backend.readOnce { tx in try tx.counts().users } == 2)

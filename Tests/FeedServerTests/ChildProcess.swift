@@ -53,7 +53,7 @@ final class ChildProcess: @unchecked Sendable {
         process.standardOutput = out
         process.standardError = err
         process.terminationHandler = { [exited] _ in exited.signal() }
-        try process.run()
+        try launch(process)
         readers = [(out, true), (err, false)].map { pipe, isOutput in
             PipeReader(pipe.fileHandleForReading) { [condition] data in
                 let text = String(decoding: data, as: UTF8.self)

@@ -52,6 +52,12 @@ extension PostgresTransaction {
     /// events last, and returns one row per operation. With one unit, its failure fails the statement — and so the
     /// transaction — and is thrown; with several, each unit runs in a subtransaction and failures come back as results.
     func applyLikes(_ units: [LikeUnit]) throws -> [Result<[LikeOutcome], StorageError>] {
+        try applyLikes(units, lane: nil)
+    }
+
+    /// ``applyLikes(_:)``; with a lane, as batch `lane.batch` of lane `lane.id` through `feedsync_apply_likes_once`
+    /// (migration 0007), which answers a batch sent again with its first result rows and changes nothing.
+    func applyLikes(_ units: [LikeUnit], lane: (id: String, batch: Int64)?) throws -> [Result<[LikeOutcome], StorageError>] {
         try requireWritable()
         var unitNumbers: [Int64] = []
         var actions: [String] = []
@@ -69,16 +75,25 @@ extension PostgresTransaction {
             }
         }
         guard !actions.isEmpty else { return units.map { _ in .success([]) } }
+        var arguments: [DatabaseValue] = [
+            .text(PostgresArray.integers(unitNumbers)), .text(PostgresArray.text(actions)),
+            .text(PostgresArray.text(userIDs)), .text(PostgresArray.text(postIDs)), .text(PostgresArray.integers(stamps)),
+        ]
+        let sql: String
+        if let lane {
+            arguments += [.text(lane.id), .integer(lane.batch)]
+            sql = """
+                SELECT failed_code, failed_message, liked, like_count, seq
+                FROM feedsync_apply_likes_once($6::uuid, $7::bigint, $1::integer[], $2::text[], $3::text[], $4::text[], $5::bigint[])
+                """
+        } else {
+            sql = """
+                SELECT out_failed_code, out_failed_message, out_liked, out_like_count, out_seq
+                FROM feedsync_apply_likes($1::integer[], $2::text[], $3::text[], $4::text[], $5::bigint[])
+                """
+        }
         let result = try run(
-            """
-            SELECT out_failed_code, out_failed_message, out_liked, out_like_count, out_seq
-            FROM feedsync_apply_likes($1::integer[], $2::text[], $3::text[], $4::text[], $5::bigint[])
-            """,
-            [
-                .text(PostgresArray.integers(unitNumbers)), .text(PostgresArray.text(actions)),
-                .text(PostgresArray.text(userIDs)), .text(PostgresArray.text(postIDs)),
-                .text(PostgresArray.integers(stamps)),
-            ],
+            sql, arguments,
             claim: { failure in
                 failure.sqlState == "FSU01" || failure.sqlState == "FSP01"
                     ? Self.unitFailure(code: failure.sqlState, message: failure.message, in: units) : nil

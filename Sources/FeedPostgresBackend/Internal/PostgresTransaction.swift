@@ -25,9 +25,15 @@ final class PostgresTransaction: FeedTransaction {
         case write
         /// `BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ`: one snapshot.
         case read
-        /// No explicit transaction; each statement its own snapshot (and read-only by the session default).
+        /// No explicit transaction; each statement its own snapshot. Writes are refused.
         case readOnce
+        /// No explicit transaction; each statement its own write transaction, committed when it returns (the one
+        /// statement of ``PostgresBackend/commitLikes(_:join:afterCommit:)``).
+        case autocommit
     }
+
+    /// Whether statements run inside `BEGIN … COMMIT`, so that a failed one aborts the transaction.
+    private var inTransaction: Bool { access == .write || access == .read }
 
     let connection: PostgresConnection
     let access: Access
@@ -61,14 +67,14 @@ final class PostgresTransaction: FeedTransaction {
         do {
             return try connection.execute(sql, parameters, prepared: prepared, binaryResults: binaryResults)
         } catch {
-            if access != .readOnce, !error.beforeSending, abortingFailure == nil { abortingFailure = error }
+            if inTransaction, !error.beforeSending, abortingFailure == nil { abortingFailure = error }
             throw claim(error) ?? error.storageError(location: location)
         }
     }
 
     func requireWritable() throws(StorageError) {
         precondition(isValid, "API Violation: a FeedTransaction used after its closure returned")
-        guard access == .write else { throw .readOnly(path: location) }
+        guard access == .write || access == .autocommit else { throw .readOnly(path: location) }
     }
 
     // MARK: - Users and posts
@@ -169,7 +175,7 @@ final class PostgresTransaction: FeedTransaction {
     func savepoint<T>(_ body: () throws -> T) throws -> T {
         precondition(isValid, "API Violation: a FeedTransaction used after its closure returned")
         // Outside a transaction every statement is its own; there is nothing to roll back to.
-        guard access != .readOnce else { return try body() }
+        guard inTransaction else { return try body() }
         savepointDepth += 1
         defer { savepointDepth -= 1 }
         // Identifiers cannot be bound; the name is built from an integer only.
@@ -208,13 +214,16 @@ final class PostgresTransaction: FeedTransaction {
     // MARK: - Your own tables
 
     func execute(_ sql: String, _ arguments: [DatabaseValue]) throws -> Int {
+        // Statements that change rows belong in write transactions, as on SQLite: a read (or a connection outside
+        // any transaction) refuses them before sending anything.
+        try requireWritable()
         guard arguments.isEmpty else { return try run(sql, arguments, prepared: false).changedRows }
         // No values to bind: the simple query protocol, which runs a script of several statements, as SQLite does.
         precondition(isValid, "API Violation: a FeedTransaction used after its closure returned")
         do {
             return try connection.executeScript(sql).changedRows
         } catch {
-            if access != .readOnce, !error.beforeSending, abortingFailure == nil { abortingFailure = error }
+            if inTransaction, !error.beforeSending, abortingFailure == nil { abortingFailure = error }
             throw error.storageError(location: location)
         }
     }

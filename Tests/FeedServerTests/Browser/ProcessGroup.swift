@@ -1,3 +1,4 @@
+import FeedTestSupport
 import Foundation
 import Synchronization
 
@@ -10,7 +11,8 @@ final class ProcessGroup: Sendable {
     private let state = Mutex((killed: false, reaped: false))
 
     /// Starts `executable` with stdin from `/dev/null`, stdout and stderr appended to `log`, and each of this
-    /// process's descriptors in `descriptors` (child's number: ours) under the child's number.
+    /// process's descriptors in `descriptors` (child's number: ours) under the child's number; no other descriptor
+    /// of this process.
     init(
         executable: String, arguments: [String], environment: [String: String], log: String,
         descriptors: [Int32: Int32] = [:]
@@ -27,6 +29,9 @@ final class ProcessGroup: Sendable {
         posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
         for (child, parent) in descriptors { posix_spawn_file_actions_adddup2(&actions, parent, child) }
+        // Nothing else of this process: a pipe or socket of another test open now would otherwise stay open in the
+        // browser until it exits.
+        spawnFileActionsAddCloseFrom(&actions, max(3, (descriptors.keys.max() ?? 2) + 1))
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { for pointer in argv + envp { free(pointer) } }
