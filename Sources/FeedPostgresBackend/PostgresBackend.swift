@@ -168,21 +168,33 @@ public final class PostgresBackend: FeedBackend {
         guard !writers.containsCurrentThread else { throw Self.reentrantWrite }
         writers.enter()
         defer { writers.leave() }
-        var attempt = 1
+        return try committing(afterCommit: afterCommit) {
+            try withConnection { connection in try Self.attemptWrite(body, on: connection, location: location) }
+        }
+    }
+
+    /// Runs `attempt` until it commits — again after a pause on a serialization failure or deadlock
+    /// (``WriteOutcome/retry(_:)``), at once when it returns `nil` — at most ``PostgresOptions/retryLimit`` times; then
+    /// signals the commit and runs `afterCommit`.
+    private func committing<T>(afterCommit: (T) -> Void, _ attempt: () throws -> WriteOutcome<T>?) throws -> T {
+        var attempts = 1
         while true {
-            let outcome: WriteOutcome<T> = try withConnection { connection in
-                try Self.attemptWrite(body, on: connection, location: location)
-            }
+            let outcome = try attempt()
             switch outcome {
-            case .committed(let value, let lastSeq):
+            case .committed(let value, let lastSeq)?:
                 if let lastSeq { notifier?.signal(committed: lastSeq) }
                 afterCommit(value)
                 return value
-            case .retry(let failure):
-                guard attempt < max(1, options.retryLimit) else { throw StorageError.busy(failure) }
-                Self.pause(beforeAttempt: attempt + 1)
-                attempt += 1
+            case .retry(let failure)?:
+                guard attempts < max(1, options.retryLimit) else { throw StorageError.busy(failure) }
+                Self.pause(beforeAttempt: attempts + 1)
+            case nil:
+                guard attempts < max(1, options.retryLimit) else {
+                    let failure = DatabaseFailure(backend: Self.name, code: "FSB02", message: "a like batch was sent again too often")
+                    throw StorageError.busy(failure)
+                }
             }
+            attempts += 1
         }
     }
 
@@ -252,11 +264,9 @@ public final class PostgresBackend: FeedBackend {
         var lane = likeLanes.take()
         let batch = lane.nextBatch()
         defer { likeLanes.give(back: lane) }
-        var attempt = 1
-        while true {
-            let outcome: WriteOutcome<[Result<[LikeOutcome], StorageError>]>
+        return try committing(afterCommit: afterCommit) { () throws -> WriteOutcome<[Result<[LikeOutcome], StorageError>]>? in
             do {
-                outcome = try withConnection { connection in
+                return try withConnection { connection in
                     let transaction = PostgresTransaction(connection: connection, access: .autocommit, location: location)
                     defer { transaction.invalidate() }
                     do {
@@ -268,19 +278,7 @@ public final class PostgresBackend: FeedBackend {
                 }
             } catch StorageError.database(let failure) where failure.code == "FSB02" {
                 // A first send of this batch committed while this one ran; sent again, it answers from the lane.
-                guard attempt < max(1, options.retryLimit) else { throw StorageError.database(failure) }
-                attempt += 1
-                continue
-            }
-            switch outcome {
-            case .committed(let value, let lastSeq):
-                if let lastSeq { notifier?.signal(committed: lastSeq) }
-                afterCommit(value)
-                return value
-            case .retry(let failure):
-                guard attempt < max(1, options.retryLimit) else { throw StorageError.busy(failure) }
-                Self.pause(beforeAttempt: attempt + 1)
-                attempt += 1
+                return nil
             }
         }
     }
