@@ -1,6 +1,5 @@
 public import FeedCore
 internal import Foundation
-internal import Synchronization
 
 /// FeedSync on a PostgreSQL server, through libpq.
 ///
@@ -428,17 +427,20 @@ final class WritingThreads: @unchecked Sendable {
 
 /// The lanes of ``PostgresBackend/commitLikes(_:join:afterCommit:)``: each a random id whose batches are numbered
 /// upwards, used by one batch at a time, so that the server can tell a batch sent again from a new one.
-private final class LikeLanes: Sendable {
-    private let idle = Mutex<[LikeLane]>([])
+///
+/// `@unchecked Sendable`: `idle` is only touched with `lock` held.
+private final class LikeLanes: @unchecked Sendable {
+    private let lock = NSLock()
+    private var idle: [LikeLane] = []
 
     /// An idle lane, or a new one.
     func take() -> LikeLane {
-        idle.withLock { $0.popLast() } ?? LikeLane(id: UUID().uuidString.lowercased(), next: 1)
+        lock.withLock { idle.popLast() } ?? LikeLane(id: UUID().uuidString.lowercased(), next: 1)
     }
 
     /// Returns a lane taken with ``take()``.
     func give(back lane: LikeLane) {
-        idle.withLock { $0.append(lane) }
+        lock.withLock { idle.append(lane) }
     }
 }
 
