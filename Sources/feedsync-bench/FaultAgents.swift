@@ -18,7 +18,8 @@ import Foundation
 ///   one line: `ack SEQ KIND USER POST` for a change (KIND `liked`, `unliked`), `ack 0 none USER POST` for a
 ///   command that changed nothing, `post ID USER` for a created post. A failed command prints
 ///   `error CATEGORY CASE` (category `data`, `database` or `busy`; the case name only, never a description) and the
-///   agent goes on; with `--stop-on-error 1` it exits 1 instead. `--response-timeout` replaces the library's 20 s
+///   agent goes on; with `--stop-on-error 1` it exits 1 instead. Without it, opening the database is retried for up
+///   to 60 s while it fails with a `busy` error (no connection). `--response-timeout` replaces the library's 20 s
 ///   PostgreSQL response timeout (network fault tests).
 enum FaultAgents {
     /// Runs the agent named by `args.command` (`agent-random` or `agent-acks`).
@@ -121,6 +122,21 @@ enum FaultAgents {
         if unexpected > 0 { exit(1) }
     }
 
+    /// Opens the service; when `retrying`, a failure that may pass (category `busy`: no connection yet, a network
+    /// fault test's slow or broken network) is tried again every 200 ms for up to 60 s, as a writer that must keep
+    /// going would, instead of ending the agent before its first command.
+    private static func openService(_ location: String, _ options: FeedOpenOptions, retrying: Bool) throws -> FeedService {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while true {
+            do {
+                return try FeedService(location: location, options: options)
+            } catch {
+                guard retrying, error.category == .busy, ContinuousClock.now < deadline else { throw error }
+                usleep(200_000)  // a reconnect's pause, as the library's own change watch makes
+            }
+        }
+    }
+
     static func acks(_ args: Arguments) throws {
         let location = args.string("db", "")
         let seed = try args.int("seed", 1)
@@ -138,7 +154,7 @@ enum FaultAgents {
         }
         var options = FeedOpenOptions()
         if responseTimeout > 0 { options.responseTimeout = .milliseconds(responseTimeout) }
-        let service = try FeedService(location: location, options: options)
+        let service = try openService(location, options, retrying: !stopOnError)
         var random = BenchRandom(seed: UInt64(seed) &* 104_729 &+ UInt64(getpid()))
         let interval = rate > 0 ? 1_000_000_000 / UInt64(rate) : 0
         let start = monotonicNanos()
