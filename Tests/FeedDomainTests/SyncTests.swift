@@ -30,7 +30,9 @@ import Testing
         }
         writer.start()
         try subscriber.start()
-        #expect(writerDone.wait(timeout: .now() + 30) == .success)
+        // A stall bound: 300 commands take well under a second alone, and tens of seconds under ThreadSanitizer in a
+        // loaded run.
+        #expect(writerDone.wait(timeout: .now() + 120) == .success)
         let last = try service.status().lastSeq
         #expect(seen.wait { $0.last == last })
         subscriber.stop()
