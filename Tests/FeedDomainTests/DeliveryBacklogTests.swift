@@ -50,10 +50,13 @@ import Testing
 
     /// Closing the service ends the events waiting to be read from its log: delivery goes on with later work instead
     /// of waiting for a database that is gone.
-    @Test func closingTheServiceEndsTheEventsWaitingToBeReadFromTheLog() async throws {
+    @Test(arguments: TestBackend.allCases) func closingTheServiceEndsTheEventsWaitingToBeReadFromTheLog(
+        on backend: TestBackend
+    ) async throws {
         let dir = TemporaryDirectory()
+        guard let location = try backend.makeLocation(in: dir) else { return }
         let bridge = EventBridge(deliveryLimit: 10)
-        let service = try makeService(at: dir.file("feed.sqlite"), bridge: bridge)
+        let service = try makeService(at: location, bridge: bridge)
         let gate = DispatchSemaphore(value: 0)
         defer { gate.signal() }
         let received = Box<[Int64]>([])

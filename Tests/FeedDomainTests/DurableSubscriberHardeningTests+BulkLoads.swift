@@ -2,6 +2,7 @@ import FeedSync
 import FeedCore
 import FeedDependencies
 import FeedDomain
+import FeedPostgresBackend
 import FeedPublishers
 import FeedSQLite
 import FeedMigrations
@@ -15,12 +16,10 @@ import Testing
 extension DurableSubscriberHardeningTests {
     // MARK: - Bulk loads
 
-    @Test func bulkLoadMakesASubscriberWithStateRebuildFromTheTables() throws {
+    @Test(arguments: TestBackend.allCases) func bulkLoadMakesASubscriberWithStateRebuildFromTheTables(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
-        try service.store.write { db in
-            try db.execute("CREATE TABLE like_mirror (user_id TEXT NOT NULL, post_id TEXT NOT NULL, PRIMARY KEY (user_id, post_id))")
-        }
+        guard let service = try makeService(in: dir, on: backend) else { return }
+        try service.executeSQL(Self.createLikeMirror)
         let rebuilds = LockedLog<Int>()
         let subscriber = mirrorSubscriber(service: service, rebuilds: rebuilds)
         let signals = Recorder(subscriber.signals)
@@ -33,14 +32,12 @@ extension DurableSubscriberHardeningTests {
         #expect(cursorBeforeLoad == lastBeforeLoad)
 
         // Seed likes on the bulk path: no events. The subscriber is fully caught up, and would replay nothing.
-        let postKeys = try service.store.read { db in
-            try db.fetchAll("SELECT post_key FROM posts ORDER BY post_key") { $0.int64(at: 0) }
-        }
-        try BulkLoader.load(into: service.store) { loader in
+        let postKeys = try service.firstColumn("SELECT post_key FROM posts ORDER BY post_key").compactMap(\.integer)
+        try service.backend.bulkLoad { loader in
             for u in 0..<8 {
-                let user = try loader.addUser(id: "bulk\(u)", name: "")
+                let user = try loader.addUser(id: "bulk\(u)", name: "", createdAt: Date(timeIntervalSince1970: 0))
                 for post in postKeys where (Int64(u) + post) % 2 == 0 {
-                    try loader.addLike(userKey: user, postKey: post, createdAt: Date(timeIntervalSince1970: 0))
+                    _ = try loader.addLikeIfAbsent(userKey: user, postKey: post, createdAtMillis: 0)
                 }
             }
         }
@@ -64,12 +61,11 @@ extension DurableSubscriberHardeningTests {
         #expect(rebuilds.values.count == 1)
     }
 
-    @Test func freshSubscriberOnASeededDatabaseRebuildsOrFailsClearly() throws {
+    @Test(arguments: TestBackend.allCases) func freshSubscriberOnASeededDatabaseRebuildsOrFailsClearly(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let service = try FeedService(path: dir.file("feed.sqlite"))
-        try service.store.write { db in
-            try db.execute("CREATE TABLE like_mirror (user_id TEXT NOT NULL, post_id TEXT NOT NULL, PRIMARY KEY (user_id, post_id))")
-        }
+        guard let location = try backend.makeLocation(in: dir) else { return }
+        let service = try FeedService(location: location)
+        try service.executeSQL(Self.createLikeMirror)
         let summary = try service.seed(SeedPlan(posts: 30, users: 12, likes: 90))
         #expect(summary.likes == 90)
         #expect(try service.status().lastSeq == 0)
@@ -93,9 +89,10 @@ extension DurableSubscriberHardeningTests {
         #expect(rebuilds.values.count == 1)
     }
 
-    @Test func seedWithoutLikesNeedsNoRebuild() throws {
+    @Test(arguments: TestBackend.allCases) func seedWithoutLikesNeedsNoRebuild(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let service = try FeedService(path: dir.file("feed.sqlite"))
+        guard let location = try backend.makeLocation(in: dir) else { return }
+        let service = try FeedService(location: location)
         try service.seed(SeedPlan(posts: 5, users: 5, likes: 0))
         let seq = try #require(try service.like(userID: "user1", postID: "post1").seq)
         let seen = LockedLog<Int64>()
@@ -104,21 +101,30 @@ extension DurableSubscriberHardeningTests {
         #expect(seen.values == [seq])
     }
 
-    @Test func databaseBulkLoadedUnderSchemaVersion1RebuildsItsSubscribersOnce() throws {
+    @Test(arguments: TestBackend.allCases)
+    func databaseBulkLoadedUnderSchemaVersion1RebuildsItsSubscribersOnce(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let path = dir.file("feed.sqlite")
+        guard let location = try backend.makeLocation(in: dir) else { return }
         do {
             // A version-1 database that was seeded with likes and has a subscriber that replayed the log.
-            let database = try Database(path: path)
-            try Migrator(migrations: Migrator.embedded.migrations.filter { $0.version == 1 }).migrate(database)
-            try database.write { db in
-                try db.execute("UPDATE log_state SET bulk_loaded = 1 WHERE id = 1")
-                try SubscriberCursorRepository(db).setCursor(0, for: "old", at: Date(timeIntervalSince1970: 0))
-            }
-            database.close()
+            let old: any FeedBackend =
+                switch backend {
+                case .sqlite:
+                    try FeedStore(path: location, migrator: Migrator(migrations: Migrator.embedded.migrations.filter { $0.version == 1 }))
+                case .postgresql:
+                    try PostgresBackend(
+                        url: location,
+                        migrator: PostgresMigrator(migrations: PostgresMigrator.embedded.migrations.filter { $0.version == 1 }))
+                }
+            _ = try old.write(
+                { tx in
+                    try tx.execute("UPDATE log_state SET bulk_loaded = 1 WHERE id = 1")
+                    try tx.execute("INSERT INTO subscriber_cursors (name, last_seq, updated_at) VALUES ('old', 0, 0)")
+                }, afterCommit: { _ in })
+            old.close()
         }
-        let service = try FeedService(path: path)
-        #expect(try service.store.schemaVersion().database >= 2)
+        let service = try FeedService(location: location)
+        #expect(try service.status().schemaVersion >= 2)
         let rebuilds = LockedLog<Int>()
         let subscriber = DurableSubscriber(
             name: "old", service: service, delivery: .atLeastOnce { _ in }, rebuild: { _ in rebuilds.append(1) })
@@ -153,13 +159,18 @@ extension DurableSubscriberHardeningTests {
             })
     }
 
+    private static let createLikeMirror =
+        "CREATE TABLE like_mirror (user_id TEXT NOT NULL, post_id TEXT NOT NULL, PRIMARY KEY (user_id, post_id))"
+
+    /// The mirror's rows as `user/post`, sorted here (the backends' text collations differ).
     private func mirrorRows(_ service: FeedService) throws -> [String] {
-        try service.store.read { db in
-            try db.fetchAll("SELECT user_id || '/' || post_id FROM like_mirror ORDER BY 1") { $0.string(at: 0) }
-        }
+        try service.firstColumn("SELECT user_id || '/' || post_id FROM like_mirror").compactMap(\.text).sorted()
     }
 
+    /// The likes table's rows as `user/post`, sorted.
     private func likeRows(_ service: FeedService) throws -> [String] {
-        try service.store.read { db in try LikeRepository(db).allPairs().map { "\($0.userID)/\($0.postID)" }.sorted() }
+        try service.firstColumn(
+            "SELECT u.id || '/' || p.id FROM likes l JOIN users u ON u.user_key = l.user_key JOIN posts p ON p.post_key = l.post_key"
+        ).compactMap(\.text).sorted()
     }
 }

@@ -54,10 +54,10 @@ extension DurableSubscriberHardeningTests {
         #expect(seen.values == log + [next])
     }
 
-    @Test func stopFromATransactionalHandlerCommitsTheEventsAppliedSoFar() throws {
+    @Test(arguments: TestBackend.allCases) func stopFromATransactionalHandlerCommitsTheEventsAppliedSoFar(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
-        try service.store.write { db in try db.execute("CREATE TABLE applied (seq INTEGER PRIMARY KEY)") }
+        guard let service = try makeService(in: dir, on: backend) else { return }
+        try service.executeSQL("CREATE TABLE applied (seq BIGINT PRIMARY KEY)")
         for i in 0..<20 { _ = try service.toggle(userID: "user1", postID: "post\(1 + i % 3)") }
         // Delivered before the subscriber starts, so that only start()'s own pass runs (no live pass queued).
         service.settle()
@@ -73,7 +73,7 @@ extension DurableSubscriberHardeningTests {
 
         try #require(try finishes { try subscriber.start() }, "start() deadlocked")
         let log = try service.events(after: 0).map(\.seq)
-        let applied = try service.store.read { db in try db.fetchAll("SELECT seq FROM applied ORDER BY seq") { $0.int64(at: 0) } }
+        let applied = try service.firstColumn("SELECT seq FROM applied ORDER BY seq").compactMap(\.integer)
         #expect(applied == Array(log.prefix(5)))
         #expect(try subscriber.cursor() == log[4])
     }
@@ -120,9 +120,9 @@ extension DurableSubscriberHardeningTests {
 
     /// A bridge sink (on the delivery executor) stops the subscriber while the subscriber's handler commits a
     /// command: neither waits for the other.
-    @Test func stopFromABridgeSinkWhileTheHandlerCommitsDoesNotDeadlock() throws {
+    @Test(arguments: TestBackend.allCases) func stopFromABridgeSinkWhileTheHandlerCommitsDoesNotDeadlock(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
+        guard let service = try makeService(in: dir, on: backend) else { return }
         let handlerEntered = DispatchSemaphore(value: 0)
         let sinkEntered = DispatchSemaphore(value: 0)
         let seen = LockedLog<Int64>()
@@ -148,8 +148,8 @@ extension DurableSubscriberHardeningTests {
         let subscriberThread = spawn { _ = try? subscriber.catchUp() }
         let writerThread = spawn {
             if handlerEntered.wait(timeout: .now() + 30) == .timedOut { waits.append("handler never entered") }
-            // The marker's seq is known before its commit delivers it: the writer holds the only write lock.
-            let next = (try? service.store.unsafeRead { db in try EventLog(db).lastSeq() }).map { $0 + 1 }
+            // The marker's seq is known before its commit delivers it: nothing else writes until the sink has run.
+            let next = (try? service.status().lastSeq).map { $0 + 1 }
             marker.withLock { $0 = next }
             _ = try? service.toggle(userID: "user2", postID: "post2")
         }

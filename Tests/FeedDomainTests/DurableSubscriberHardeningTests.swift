@@ -106,10 +106,12 @@ import Testing
         #expect(applied.values == Array(1...(try service.status().lastSeq)))
     }
 
-    @Test func atLeastOnceInstancesSharingANameMissNothingAndNeverMoveTheCursorBack() throws {
+    @Test(arguments: TestBackend.allCases)
+    func atLeastOnceInstancesSharingANameMissNothingAndNeverMoveTheCursorBack(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
-        let other = try FeedService(path: dir.file("feed.sqlite"))
+        guard let location = try backend.makeLocation(in: dir) else { return }
+        let service = try makeService(at: location)
+        let other = try FeedService(location: location)
         let handled = LockedLog<Int64>()
         // Cursor readings, taken and recorded under one lock so that their order is the order they were read in.
         let cursorReadings = Box<[Int64]>([])
@@ -117,7 +119,8 @@ import Testing
             .atLeastOnce { event in
                 handled.append(event.seq)
                 try cursorReadings.withLock { readings in
-                    readings.append(try reader.store.unsafeRead { db in try SubscriberCursorRepository(db).cursor(for: "audit") ?? 0 })
+                    let stored = try reader.firstColumn("SELECT last_seq FROM subscriber_cursors WHERE name = 'audit'")
+                    readings.append(stored.first?.integer ?? 0)
                 }
             }
         }

@@ -55,6 +55,7 @@ private final class Calls: Sendable {
 /// caller returns only after the commit that holds its commands, events keep commit order, and an acknowledged
 /// command survives a SIGKILL.
 @Suite(.serialized, .ownThreads) struct GroupCommitTests {
+    // SQLite only: holds SQLite's one writer connection so that units queue and top up the leader's transaction.
     @Test func unitsQueuedBehindTheLeaderShareOneTransactionAndFailAlone() throws {
         let dir = TemporaryDirectory()
         let service = try makeService(in: dir)
@@ -103,6 +104,7 @@ private final class Calls: Sendable {
     /// A unit that fails *after* writing (here a trigger of the test's own raises on a like of post3, after the
     /// unit's first command liked post2): the batch, run without savepoints, is rolled back and run again with a
     /// savepoint per unit, so that unit fails alone and its first command is undone; the others commit once.
+    // SQLite only: holds SQLite's one writer connection so that units queue and top up the leader's transaction.
     @Test func aUnitFailingAfterItWroteIsUndoneAloneByASavepointRerun() throws {
         let dir = TemporaryDirectory()
         let service = try makeService(in: dir)
@@ -194,8 +196,10 @@ private final class Calls: Sendable {
 
     /// An acknowledged command survives a SIGKILL of the process: three threads commit through group commit in a
     /// child process, which is killed mid-stream; every seq it acknowledged is in the log after reopening.
-    @Test func acknowledgedCommandsSurviveASigkill() throws {
-        let acknowledged = try killChildWriter(afterAcks: (0..<5).map { 50 + $0 * 40 })
+    @Test(arguments: TestBackend.allCases) func acknowledgedCommandsSurviveASigkill(on backend: TestBackend) throws {
+        let dir = TemporaryDirectory()
+        guard let location = try backend.makeLocation(in: dir) else { return }
+        let acknowledged = try killChildWriter(at: location, afterAcks: (0..<5).map { 50 + $0 * 40 })
         #expect(acknowledged >= 250)
     }
 
@@ -203,27 +207,25 @@ private final class Calls: Sendable {
     /// (a checkpoint — its thread's, or its writer's at 8,000 pages — copied pages into it; the log of the previous
     /// round was folded in when the test closed its service), so the child dies while it keeps checkpointing. Every
     /// acknowledged change is there after reopening, and the checks hold.
+    // SQLite only: kills the child while it checkpoints its WAL into the database file.
     @Test func acknowledgedCommandsSurviveASigkillDuringCheckpoints() throws {
-        let acknowledged = try killChildWriter(afterAcks: [1_500, 2_000, 2_500]) { path, sizeBefore in
+        let dir = TemporaryDirectory()
+        let acknowledged = try killChildWriter(at: dir.file("feed.sqlite"), afterAcks: [1_500, 2_000, 2_500]) { path, sizeBefore in
             fileSize(path) > sizeBefore
         }
         #expect(acknowledged >= 6_000)
     }
 
     /// Runs the `agent-crash` child (three threads toggling through group commit) once per target, killing it with
-    /// SIGKILL once it acknowledged that many commits and `alsoWaitFor` (given the path and the file's size when the
-    /// round began) holds; then reopens the database and checks it: every acknowledged seq logged.
+    /// SIGKILL once it acknowledged that many commits and `alsoWaitFor` (given the location and the file's size when
+    /// the round began; 0 for a URL) holds; then reopens the database at `path` (a file or a URL) and checks it:
+    /// every acknowledged seq logged.
     ///
     /// - Returns: how many commits the children acknowledged in all.
     private func killChildWriter(
-        afterAcks targets: [Int], alsoWaitFor: @escaping (String, Int) -> Bool = { _, _ in true }
+        at path: String, afterAcks targets: [Int], alsoWaitFor: @escaping (String, Int) -> Bool = { _, _ in true }
     ) throws -> Int {
-        let dir = TemporaryDirectory()
-        let path = dir.file("feed.sqlite")
-        do {
-            let service = try makeService(in: dir)
-            service.store.close()
-        }
+        try makeService(at: path).close()
         let bench = try benchExecutable()
         var acknowledged: [Int64] = []
         for (round, target) in targets.enumerated() {
@@ -238,11 +240,11 @@ private final class Calls: Sendable {
                 guard parts.count == 4, parts[0] == "ack", let seq = Int64(parts[1]) else { continue }
                 acknowledged.append(seq)
             }
-            let service = try FeedService(path: path)
+            let service = try FeedService(location: path)
             #expect(try service.check().isEmpty)
             let logged = Set(try service.events(after: 0).map(\.seq))
             #expect(acknowledged.allSatisfy { logged.contains($0) }, "round \(round): an acknowledged change is missing")
-            service.store.close()
+            service.close()
         }
         return acknowledged.count
     }
