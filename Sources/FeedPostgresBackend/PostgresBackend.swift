@@ -51,6 +51,8 @@ public final class PostgresBackend: FeedBackend {
     let likeLanes = LikeLanes()
     /// Announces this backend's commits to other processes' change watches (``PostgresOpenMode/migrate`` only).
     let notifier: PostgresNotifier?
+    /// Reconnects and retried writes, for the service's logger.
+    package let notices: BackendNotices
 
     /// Connects to the database at `url`, validates its schema and, in ``PostgresOpenMode/migrate``, migrates it.
     ///
@@ -105,7 +107,10 @@ public final class PostgresBackend: FeedBackend {
         } else {
             notifier = nil
         }
-        pool = ConnectionPool(capacity: options.maximumConnections, waitLimit: options.poolTimeout) { () throws(PostgresFailure) in
+        let notices = BackendNotices()
+        self.notices = notices
+        pool = ConnectionPool(capacity: options.maximumConnections, waitLimit: options.poolTimeout, notices: notices) {
+            () throws(PostgresFailure) in
             try PostgresConnection.open(
                 url: url, applicationName: "feedsync", connectTimeout: options.connectTimeout,
                 statementTimeout: options.statementTimeout, readOnlyByDefault: readOnly,
@@ -147,6 +152,7 @@ public final class PostgresBackend: FeedBackend {
 
     /// `PostgreSQL`.
     public var backendName: String { Self.name }
+    package var othersCanWrite: Bool { true }
 
     // MARK: - Transactions
 
@@ -186,12 +192,17 @@ public final class PostgresBackend: FeedBackend {
                 return value
             case .retry(let failure)?:
                 guard attempts < max(1, options.retryLimit) else { throw StorageError.busy(failure) }
+                notices.post(
+                    BackendNotice(
+                        .writeRetried, "a write failed with \(failure.code) and runs again",
+                        ["code": failure.code, "attempt": "\(attempts + 1)"]))
                 Self.pause(beforeAttempt: attempts + 1)
             case nil:
                 guard attempts < max(1, options.retryLimit) else {
                     let failure = DatabaseFailure(backend: Self.name, code: "FSB02", message: "a like batch was sent again too often")
                     throw StorageError.busy(failure)
                 }
+                notices.post(BackendNotice(.writeRetried, "a like batch is sent again", ["code": "FSB02", "attempt": "\(attempts + 1)"]))
             }
             attempts += 1
         }

@@ -179,8 +179,8 @@ public final class Database: Sendable {
     }
 
     deinit {
-        // The checkpoint thread holds no reference to the database; end it with the database.
-        checkpointer?.stop()
+        // The checkpoint thread holds no reference to the database; ask it to end with the database, never waiting.
+        checkpointer?.requestStop()
     }
 
     /// The file path, or `nil` for an in-memory database.

@@ -24,6 +24,8 @@ public final class FeedStore: Sendable {
     public let mode: OpenMode
     /// User and post keys for like commands (``SQLiteTransaction/applyLikes(_:)``).
     let likeKeys = LikeKeyCache()
+    /// Where the store would report reconnects and retries, for the seam (it has none to report).
+    let noticeSink = BackendNotices()
 
     /// How opening a store treats the database's schema. Every mode first validates the database with
     /// ``Migrator/pendingMigrations(_:)`` — before anything writes to the file, even before it is switched to WAL —

@@ -34,8 +34,11 @@ package final class HTTPServer: Sendable {
     private let core: ServerCore
     private let running: Mutex<Running?>
 
-    /// What the running daemon holds; taken once by ``stop()``.
-    private struct Running {
+    /// What the running daemon holds; taken once by ``stop()`` (or `deinit`).
+    ///
+    /// `@unchecked Sendable` (the daemon pointer): it lives in the `running` mutex until one caller takes it out,
+    /// under that lock, and only that caller's thread uses it afterwards.
+    private struct Running: @unchecked Sendable {
         let daemon: OpaquePointer
         let subscription: AnyCancellable
     }
@@ -79,7 +82,10 @@ package final class HTTPServer: Sendable {
     }
 
     deinit {
-        stop()
+        // Never waits: a server released without ``stop()`` is stopped the same way on a thread of its own.
+        guard let running = running.withLock({ $0.take() }) else { return }
+        let core = core
+        Thread.detachNewThread { Self.stop(running, core: core) }
     }
 
     /// Stops the server: stops accepting connections, ends every event stream, lets the requests in flight finish
@@ -87,6 +93,10 @@ package final class HTTPServer: Sendable {
     /// connections get 503. Calling it again does nothing.
     package func stop() {
         guard let running = running.withLock({ $0.take() }) else { return }
+        Self.stop(running, core: core)
+    }
+
+    private static func stop(_ running: Running, core: ServerCore) {
         // Stop accepting; the listening socket is ours to close once the daemon no longer uses it.
         let listener = MHD_quiesce_daemon(running.daemon)
         core.signals.stop()

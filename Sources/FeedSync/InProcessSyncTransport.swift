@@ -25,11 +25,8 @@ public final class InProcessSyncTransport: SyncTransport {
         self.options = options
     }
 
-    deinit {
-        source.withLock { $0?.service.close() }
-    }
-
-    /// Closes the source, if it was opened.
+    /// Closes the source, if it was opened. A transport that is released without it releases the source's service,
+    /// which closes without waiting.
     public func close() {
         source.withLock { endpoint in
             endpoint?.service.close()

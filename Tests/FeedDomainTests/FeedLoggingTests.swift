@@ -59,9 +59,75 @@ import Testing
             ])
         #expect(slow.last?.fields["commands"] == "2")
         #expect(slow.allSatisfy { $0.level == .warning && $0.fields["milliseconds"] != nil })
+        // Queries are timed against the same threshold.
+        _ = try await service.feedPage(viewerID: "user2")
+        _ = try await service.post(id: "post1", viewerID: nil)
+        #expect(logged.values.filter { $0.kind == .slowQuery }.map { $0.fields["query"] } == ["feedPage", "post"])
         // Off by default: a threshold of a second, and no logger at all unless one is given.
         #expect(FeedOpenOptions().slowCommandThreshold == .seconds(1))
         #expect(FeedService.Configuration().logger == nil)
+    }
+
+    /// A replica whose source is unreachable retries with backoff, and each retry is logged on the replica's service.
+    @Test func aReplicaRetryingAnUnreachableSourceIsLogged() async throws {
+        let dir = TemporaryDirectory()
+        let logged = AsyncLog<FeedLogEvent>()
+        let replica = try FeedService(location: dir.file("phone.sqlite"), logger: { logged.append($0) })
+        defer { replica.close() }
+        let source = dir.file("missing-source.sqlite")
+        try replica.makeReplica(of: source, userID: "alice", clientID: UUID().uuidString.lowercased())
+        let sync = try ReplicaSync(
+            replica: replica, transport: InProcessSyncTransport(location: source, userID: "alice"),
+            retry: .init(attempts: 3, initialDelay: .milliseconds(1), maximumDelay: .milliseconds(2)))
+        await #expect(throws: SyncError.self) { try await sync.sync() }
+        let retries = logged.values.filter { $0.kind == .syncRetrying }
+        #expect(retries.map { $0.fields["delayMilliseconds"] } == ["1", "2"])
+        #expect(retries.allSatisfy { $0.level == .warning && $0.fields["location"] == replica.backend.location })
+    }
+
+    /// A like that PostgreSQL picks as a deadlock's victim runs again, and the retry is logged.
+    @Test func aPostgreSQLWriteRetriedAfterADeadlockIsLogged() async throws {
+        let dir = TemporaryDirectory()
+        guard let location = try TestBackend.postgresql.makeLocation(in: dir, "retry") else { return }
+        let logged = AsyncLog<FeedLogEvent>()
+        let service = try makeService(at: location, logger: { logged.append($0) })
+        defer { service.close() }
+        let blocker = try FeedService(location: location)
+        defer { blocker.close() }
+        let watcher = try FeedService(location: location)
+        defer { watcher.close() }
+        let attempts = Box(0)
+        // The blocker takes the event log's head first, waits until the like holds post1 and waits for the head, then
+        // asks for post1: a cycle. The like waited longer, so its deadlock check runs first and it is the victim.
+        let blocking = Task.detached {
+            try blocker.backend.write(
+                { tx in
+                    let first = attempts.withLock { count -> Bool in
+                        count += 1
+                        return count == 1
+                    }
+                    guard first else { return }
+                    _ = try tx.fetch("SELECT last_seq FROM event_log_head WHERE id = 1 FOR UPDATE", [])
+                    let deadline = Date(timeIntervalSinceNow: 30)
+                    while Date() < deadline {
+                        let waiting = try watcher.backend.readOnce { tx in
+                            try tx.fetch(
+                                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                                [])
+                        }
+                        if case .integer(let count)? = waiting.first?.first, count > 0 { break }
+                        usleep(1_000)
+                    }
+                    _ = try tx.fetch("UPDATE posts SET like_count = like_count WHERE id = $1 RETURNING id", [.text("post1")])
+                }, afterCommit: { _ in })
+        }
+        let like = Task.detached { try service.like(userID: "user2", postID: "post1") }
+        _ = try await value(of: like, within: 60, "the like to commit")
+        try await value(of: blocking, within: 60, "the blocker to commit")
+        let retried = try #require(logged.values.first { $0.kind == .writeRetried }, "the retry is logged")
+        #expect(retried.fields["code"] == "40P01" && retried.fields["attempt"] == "2")
+        #expect(try await service.post(id: "post1", viewerID: "user2").liked)
+        #expect(try await service.check().isEmpty)
     }
 
     /// Everything logged while a PostgreSQL service works, loses its change watch's connection and gets it back, retries
@@ -107,11 +173,17 @@ import Testing
         try await logged.wait(within: 60, "the watch to fail and recover") {
             $0.contains { $0.kind == .changeWatchFailed } && $0.contains { $0.kind == .changeWatchRecovered }
         }
+        // The service's own pooled connections were ended too: its next command opens a new one and says so.
+        _ = try await service.like(userID: "user3", postID: "post2")
+        let reconnect = try #require(logged.values.first { $0.kind == .reconnected }, "the reconnect is logged")
+        #expect(reconnect.level == .warning && reconnect.fields["lost"].flatMap(Int.init).map { $0 >= 1 } == true)
         #expect(await service.waitForDelivery(through: seq, timeout: .seconds(60)))
+        _ = try await service.feedPage(viewerID: "user2")
         runner.cancel()
         try await value(of: runner, within: 20, "run() to end")
         let events = logged.values
         #expect(events.contains { $0.kind == .slowCommand } && events.contains { $0.kind == .serviceClosed })
+        #expect(events.contains { $0.kind == .slowQuery })
         for event in events {
             #expect(!event.description.contains(password), "\(event.kind) logged the password")
             #expect(!event.fields.keys.contains { $0.contains(password) })

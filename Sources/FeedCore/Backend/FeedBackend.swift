@@ -17,6 +17,11 @@ package protocol FeedBackend: AnyObject, Sendable {
     var filePath: String? { get }
     /// Which backend this is: `SQLite` or `PostgreSQL`.
     var backendName: String { get }
+    /// Where the backend reports reconnects and retried writes, for the service's logger.
+    var notices: BackendNotices { get }
+    /// Whether another process or machine can commit to this database: `false` only for an in-memory SQLite
+    /// database, which has nothing for ``makeChangeWatch(watchFiles:)`` to watch.
+    var othersCanWrite: Bool { get }
 
     /// Runs `body` in one write transaction and commits it; rolls back and rethrows when `body` throws.
     ///

@@ -187,9 +187,9 @@ final class GroupCommit: Sendable {
             }
             return units
         }
-        // Topping up calls the backend again in the same transaction, after its events: only a single writer has no
-        // lock order to keep between the calls (see FeedTransaction.applyLikes).
-        if !Self.process(&batch, backend: backend, sequencer: sequencer, isolated: false, topUp: slots == 1 ? topUp : nil) {
+        // The backend decides whether units join its transaction (``FeedBackend/commitLikes(_:join:afterCommit:)``):
+        // only a single writer has no lock order to keep between the calls.
+        if !Self.process(&batch, backend: backend, sequencer: sequencer, isolated: false, topUp: topUp) {
             // A unit's failure failed the backend's call: rolled back; again, each unit in its own savepoint.
             queueState.withLock { $0.isolatedReruns += 1 }
             _ = Self.process(&batch, backend: backend, sequencer: sequencer, isolated: true, topUp: nil)

@@ -99,6 +99,7 @@ public final class ReplicaSync: Sendable {
                 report = try await sync()
                 delay = retry.initialDelay
             } catch  where error.isTransient {
+                noteRetry(error, after: delay)
                 try? await Task.sleep(for: delay)
                 delay = min(delay * 2, retry.maximumDelay)
                 continue
@@ -173,11 +174,19 @@ public final class ReplicaSync: Sendable {
             do {
                 return try await request()
             } catch  where error.isTransient && attempt < retry.attempts && !Task.isCancelled {
+                noteRetry(error, after: delay)
                 try? await Task.sleep(for: delay)
                 delay = min(delay * 2, retry.maximumDelay)
                 attempt += 1
             }
         }
+    }
+
+    /// Logs a transient failure that is tried again after `delay` (``FeedLogEvent/Kind/syncRetrying``).
+    private func noteRetry(_ error: SyncError, after delay: Duration) {
+        replica.log(
+            .syncRetrying, .warning, "a sync request failed and is tried again in \(FeedService.milliseconds(delay)) ms: \(error)",
+            ["delayMilliseconds": "\(FeedService.milliseconds(delay))"])
     }
 
     private func onReplica<T: Sendable>(_ body: @escaping @Sendable () throws(FeedError) -> T) async throws(SyncError) -> T {

@@ -77,6 +77,17 @@ public struct FeedLogEvent: Sendable, Hashable, CustomStringConvertible {
         public static let deliveryMissedPruned = Kind(rawValue: "delivery.missedPruned")
         /// A command took longer than ``FeedService/Configuration/slowCommandThreshold``.
         public static let slowCommand = Kind(rawValue: "command.slow")
+        /// A query (a feed page, a post, events, status) took longer than
+        /// ``FeedService/Configuration/slowCommandThreshold``.
+        public static let slowQuery = Kind(rawValue: "query.slow")
+        /// A PostgreSQL connection was found lost (a server restart, a network fault) and a new one replaced it.
+        public static let reconnected = Kind(rawValue: "connection.reconnected")
+        /// A PostgreSQL write transaction failed for a reason retrying cures (a serialization failure, a deadlock, a
+        /// like batch to send again) and runs again.
+        public static let writeRetried = Kind(rawValue: "write.retried")
+        /// A replica's request to its source failed transiently (the source unreachable); it is tried again after a
+        /// pause.
+        public static let syncRetrying = Kind(rawValue: "sync.retrying")
         /// The service was closed.
         public static let serviceClosed = Kind(rawValue: "service.closed")
     }

@@ -24,6 +24,17 @@ extension FeedService {
             ["command": name, "commands": "\(commands)", "milliseconds": "\(Self.milliseconds(elapsed))"])
     }
 
+    /// Logs a query that took longer than ``Configuration/slowCommandThreshold`` since `started`.
+    func noteQuery(_ query: String, since started: ContinuousClock.Instant) {
+        guard let threshold = configuration.slowCommandThreshold, configuration.logger != nil else { return }
+        let elapsed = ContinuousClock.now - started
+        guard elapsed > threshold else { return }
+        let name = String(query.prefix { $0 != "(" })
+        log(
+            .slowQuery, .warning, "\(name) took \(Self.milliseconds(elapsed)) ms (threshold \(Self.milliseconds(threshold)) ms)",
+            ["query": name, "milliseconds": "\(Self.milliseconds(elapsed))"])
+    }
+
     /// Whole milliseconds, for log fields.
     static func milliseconds(_ duration: Duration) -> Int64 {
         let (seconds, attoseconds) = duration.components

@@ -16,6 +16,8 @@ extension FeedService {
     /// - Throws: ``FeedError/invalidLimit(_:maximum:)``, ``FeedError/userNotFound(_:)``.
     /// - Complexity: O(limit · log n): an index seek, no scan.
     public func feedPage(viewerID: String?, before cursor: FeedCursor? = nil, limit: Int = 20) throws(FeedError) -> FeedPage {
+        let started = ContinuousClock.now
+        defer { noteQuery(#function, since: started) }
         try checkOpen()
         guard (1...Self.maximumPageSize).contains(limit) else { throw FeedError.invalidLimit(limit, maximum: Self.maximumPageSize) }
         if let viewerID { try validateID(viewerID, field: "user id") }
@@ -44,6 +46,8 @@ extension FeedService {
     ///
     /// - Throws: ``FeedError/postNotFound(_:)``, ``FeedError/userNotFound(_:)``.
     public func post(id: String, viewerID: String?) throws(FeedError) -> PostDetail {
+        let started = ContinuousClock.now
+        defer { noteQuery(#function, since: started) }
         try checkOpen()
         try validateID(id, field: "post id")
         if let viewerID { try validateID(viewerID, field: "user id") }
@@ -61,6 +65,8 @@ extension FeedService {
 
     /// The ids of every post the user likes.
     public func likedPostIDs(userID: String) throws(FeedError) -> Set<String> {
+        let started = ContinuousClock.now
+        defer { noteQuery(#function, since: started) }
         try checkOpen()
         try validateID(userID, field: "user id")
         do {
@@ -72,6 +78,8 @@ extension FeedService {
 
     /// Every user, ordered by id.
     public func users() throws(FeedError) -> [User] {
+        let started = ContinuousClock.now
+        defer { noteQuery(#function, since: started) }
         try checkOpen()
         do {
             return try backend.readOnce { tx in try tx.allUsers() }
@@ -82,6 +90,8 @@ extension FeedService {
 
     /// Events with `seq > after`, in order, up to `limit` (all when `nil`).
     public func events(after seq: Int64 = 0, limit: Int? = nil) throws(FeedError) -> [EventRecord] {
+        let started = ContinuousClock.now
+        defer { noteQuery(#function, since: started) }
         try checkOpen()
         do {
             return try backend.readOnce { tx in try tx.events(after: seq, limit: limit) }
@@ -92,6 +102,8 @@ extension FeedService {
 
     /// A summary of the database: schema versions, row counts and the last seq.
     public func status() throws(FeedError) -> FeedStatus {
+        let started = ContinuousClock.now
+        defer { noteQuery(#function, since: started) }
         try checkOpen()
         do {
             let schema = try backend.schemaStatus()
@@ -112,6 +124,8 @@ extension FeedService {
 
     /// Checks SQLite's integrity and FeedSync's invariants; empty when everything holds.
     public func check() throws(FeedError) -> [InvariantViolation] {
+        let started = ContinuousClock.now
+        defer { noteQuery(#function, since: started) }
         try checkOpen()
         do {
             return try backend.read { tx in try tx.invariantViolations() }

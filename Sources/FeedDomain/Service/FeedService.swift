@@ -78,6 +78,11 @@ public final class FeedService: Sendable {
         } catch {
             throw FeedError.wrap(error)
         }
+        if configuration.logger != nil {
+            backend.notices.observe { [weak self] notice in
+                self?.log(FeedLogEvent.Kind(rawValue: notice.kind.rawValue), .warning, notice.message, notice.fields)
+            }
+        }
     }
 
     // MARK: - Users and posts

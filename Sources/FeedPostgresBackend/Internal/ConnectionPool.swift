@@ -13,6 +13,7 @@ internal import Foundation
 /// - A call whose first round trip on a reused connection failed because the connection was gone — the server
 ///   answered nothing of the call, so nothing of it ran — runs once more on a new connection. A call that got any
 ///   answer, or whose connection went silent (the response timeout), is not repeated.
+/// - The first connection opened after one was found lost is reported (``BackendNotice/Kind/reconnected``).
 ///
 /// `@unchecked Sendable`: `idle`, `openCount` and `isClosed` are only touched while `condition` (an `NSCondition`,
 /// which is its own lock) is held; a connection taken out of `idle` is used by exactly one thread until it is
@@ -26,10 +27,17 @@ final class ConnectionPool: @unchecked Sendable {
     /// Connections open or being opened, idle or checked out.
     private var openCount = 0
     private var isClosed = false
+    /// A connection was found lost and no new one has been opened since.
+    private var lostConnections = 0
+    private let notices: BackendNotices
 
-    init(capacity: Int, waitLimit: Duration, connect: @escaping @Sendable () throws(PostgresFailure) -> PostgresConnection) {
+    init(
+        capacity: Int, waitLimit: Duration, notices: BackendNotices = BackendNotices(),
+        connect: @escaping @Sendable () throws(PostgresFailure) -> PostgresConnection
+    ) {
         self.capacity = max(1, capacity)
         self.waitLimit = waitLimit
+        self.notices = notices
         self.connect = connect
     }
 
@@ -70,6 +78,7 @@ final class ConnectionPool: @unchecked Sendable {
             let (connection, reused) = try checkOutOnce()
             if !reused || !connection.isGoneWhileIdle() { return (connection, reused) }
             connection.close()
+            condition.withLock { lostConnections += 1 }
             release(count: 1)
         }
     }
@@ -93,7 +102,15 @@ final class ConnectionPool: @unchecked Sendable {
         case .reuse(let connection): return (connection, true)
         case .open:
             do {
-                return (try connect(), false)
+                let connection = try connect()
+                let lost = condition.withLock { () -> Int in
+                    defer { lostConnections = 0 }
+                    return lostConnections
+                }
+                if lost > 0 {
+                    notices.post(BackendNotice(.reconnected, "a new connection replaces \(lost) lost", ["lost": "\(lost)"]))
+                }
+                return (connection, false)
             } catch {
                 release(count: 1)
                 throw error
@@ -105,6 +122,7 @@ final class ConnectionPool: @unchecked Sendable {
         if connection.isBroken || !connection.isIdle {
             connection.close()
             let stale: [PostgresConnection] = condition.withLock {
+                if connection.isBroken { lostConnections += 1 }
                 defer { idle.removeAll() }
                 return idle
             }
@@ -135,6 +153,7 @@ final class ConnectionPool: @unchecked Sendable {
     /// in use are looked at when they come back.
     func discardIdle() {
         let stale: [PostgresConnection] = condition.withLock {
+            lostConnections += idle.count
             defer { idle.removeAll() }
             return idle
         }

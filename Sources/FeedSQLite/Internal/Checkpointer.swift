@@ -24,7 +24,8 @@ internal import Synchronization
 /// - **Who waits for whom.** The writer waits for nothing here but the short lock around the flags (never held
 ///   across a checkpoint). The thread waits for its condition and for the file system. ``stop()`` — called by
 ///   ``Database/close()`` before the writer closes, so that the writer is still the last connection and removes the
-///   `-wal` and `-shm` files — waits for the thread to end, at most one checkpoint. The thread runs no callback and
+///   `-wal` and `-shm` files — waits for the thread to end, at most one checkpoint; a released database only asks
+///   it to end (``requestStop()``). The thread runs no callback and
 ///   takes no lock of the library's, so nothing it does can wait for a thread that waits for it.
 /// - **Failure.** If the thread cannot open its connection, the hook checkpoints on the writer at `pages`, which is
 ///   SQLite's own behaviour. Checkpoints change nothing that was committed: a crash during one is recovered by SQLite
@@ -73,13 +74,23 @@ final class Checkpointer: @unchecked Sendable {
     }
 
     /// Ends the thread (after the checkpoint it may be running) and closes its connection; later commits checkpoint
-    /// on the writer at `limit`. Every call (``Database/close()``, then the database's `deinit`; or two threads
-    /// closing) returns once the thread has ended.
+    /// on the writer at `limit`. Every call (``Database/close()``, or two threads closing) returns once the thread
+    /// has ended.
     func stop() {
         condition.withLock {
             stopping = true
             condition.broadcast()
             while started && !ended { condition.wait() }
+        }
+    }
+
+    /// Asks the thread to end and returns at once (a released database's `deinit`). The thread ends after the
+    /// checkpoint it may be running and closes its connection; whichever connection closes last removes the `-wal`
+    /// and `-shm` files.
+    func requestStop() {
+        condition.withLock {
+            stopping = true
+            condition.broadcast()
         }
     }
 

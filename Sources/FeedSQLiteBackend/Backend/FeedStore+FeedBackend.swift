@@ -10,6 +10,10 @@ extension FeedStore: FeedBackend {
     public var filePath: String? { path }
 
     public var backendName: String { "SQLite" }
+    package var othersCanWrite: Bool { filePath != nil }
+    /// SQLite has no connection to lose and retries nothing (a busy database waits in its busy handler): nothing is
+    /// posted here.
+    package var notices: BackendNotices { noticeSink }
 
     /// Runs `body` in an IMMEDIATE transaction on the writer connection; `afterCommit` runs after `COMMIT`, still
     /// holding the writer connection, so the commits of this process reach it in commit order.
