@@ -11,6 +11,7 @@ import Testing
 /// UTF-8) and set limits (`ulimit -f`). `$F` is the feedsync binary, `$DB` a database holding the demo data,
 /// `$DIR` a scratch directory, empty at the start: cases that must create no file run there and exit 99 when one
 /// appeared.
+// Blocks: waits for `feedsync` child processes and shell scripts.
 @Suite(.ownThreads) struct BadInputTests {
     struct Case: Sendable, CustomTestStringConvertible {
         let name: String

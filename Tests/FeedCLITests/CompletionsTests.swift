@@ -6,6 +6,7 @@ import Testing
 
 /// `feedsync completions bash|zsh|fish`: scripts generated from the command catalog, checked by the real shells
 /// where they are installed (a missing shell is skipped with a notice on stderr).
+// Blocks: waits for `feedsync` and `bash` child processes.
 @Suite(.ownThreads) struct CompletionsTests {
     /// Every word a script must mention: command words, options (with dashes) and argument choices.
     private static var catalogWords: [String] {

@@ -5,6 +5,7 @@ import Testing
 
 /// The following commands (`events --follow`, `watch`, `app`) end with status 74 and one line on stderr when the
 /// database file they follow is deleted or replaced, instead of staying silent forever on the old file.
+// Blocks: waits for `feedsync` child processes, one of them following events.
 @Suite(.ownThreads) struct DatabaseReplacedTests {
     let home = TemporaryDirectory("feedsync-replaced")
     var database: String { home.file("feed.sqlite") }

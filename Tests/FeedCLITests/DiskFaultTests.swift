@@ -9,6 +9,7 @@ import Testing
 /// `ulimit -f`), filled by `post add` until a write fails. A database or directory the user cannot write: the binary
 /// runs as `nobody` (root ignores permissions). Every child process runs under `timeout`, and the test also bounds
 /// its own wait.
+// Blocks: waits for `feedsync` child processes under file-size limits and a lock-holding process.
 @Suite(.serialized, .ownThreads) struct DiskFaultTests {
     /// How the disk is made full.
     enum DiskLimit: String, Sendable, CaseIterable, CustomTestStringConvertible {

@@ -9,6 +9,7 @@ import FeedTestThreads
 import Testing
 
 /// Runs the built `feedsync` binary as a subprocess on temporary databases.
+// Blocks: waits for `feedsync` child processes (ten at once, and followers).
 @Suite(.ownThreads) struct EndToEndTests {
     let home = TemporaryDirectory("feedsync-cli")
     /// The database the test runs on: a file in `home`, or a PostgreSQL URL after ``use(_:)``.

@@ -5,6 +5,7 @@ import Testing
 
 /// libpq is loaded when `feedsync` first talks to PostgreSQL, not when it starts: the dynamic loader's own trace
 /// (`LD_DEBUG=files`, glibc) lists every shared object a run loads.
+// Blocks: waits for `feedsync` child processes.
 @Suite(.ownThreads) struct LibPQLoadingTests {
     let home = TemporaryDirectory("feedsync-libpq")
 

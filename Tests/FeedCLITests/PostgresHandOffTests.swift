@@ -9,6 +9,7 @@ import Testing
 /// The fully static `feedsync` hands `postgresql://` commands to `feedsync-postgres` (Docs/CLI.md, "Install"). The
 /// hand-off itself replaces the process, so `.ci/run` checks it with the two real install builds against its server;
 /// here: when a build hands off, and every way the hand-off refuses, in one line with exit 74, without exec'ing.
+// Blocks: waits for a `feedsync` child process.
 @Suite(.ownThreads) struct PostgresHandOffTests {
     let home = TemporaryDirectory("feedsync-handoff")
 

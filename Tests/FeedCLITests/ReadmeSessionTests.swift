@@ -10,6 +10,7 @@ import Testing
 /// double quotes group), the lines up to the next command are what it prints (standard output, then standard error),
 /// `# exit status N` at the end of an output line gives a status other than 0, and a line `…` ends the comparison of
 /// that command's output (the rest is elided). The database path `/tmp/f.sqlite` stands for a fresh file.
+// Blocks: waits for each README step's `feedsync` child process.
 @Suite(.ownThreads) struct ReadmeSessionTests {
     struct Step: CustomStringConvertible {
         var arguments: [String]

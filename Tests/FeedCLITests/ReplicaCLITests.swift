@@ -9,6 +9,7 @@ import Testing
 /// (and a PostgreSQL source where the test server is configured).
 ///
 /// The source is `feedsync demo`'s: users alice, bob and carol; post1…post5; alice likes post2 (9 events).
+// Blocks: waits for `feedsync` child processes.
 @Suite(.ownThreads) struct ReplicaCLITests {
     let home = TemporaryDirectory("feedsync-replica")
     /// The replica: a SQLite file in `home`.

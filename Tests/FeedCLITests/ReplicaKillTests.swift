@@ -8,6 +8,7 @@ import Testing
 /// push but before the replica recorded the answer, in the middle of a pull — on several replicas of several users
 /// while the source takes writes of its own. Then every replica syncs to the end: each equals the source for its
 /// user, the source's counts equal its rows, every mutation was applied once, and nothing was rejected.
+// Blocks: waits for `feedsync sync` child processes killed with SIGKILL.
 @Suite(.ownThreads, .heavy) struct ReplicaKillTests {
     @Test(arguments: TestBackend.allCases)
     func syncKilledAtRandomMomentsLosesNothingAndAppliesNothingTwice(on backend: TestBackend) throws {

@@ -8,6 +8,7 @@ import Testing
 /// its exit statuses, and that no command but `token issue` ever prints a token or its hash.
 ///
 /// The database is `feedsync demo`'s: users alice, bob and carol.
+// Blocks: waits for `feedsync` child processes.
 @Suite(.ownThreads) struct TokenCLITests {
     let home = TemporaryDirectory("feedsync-tokens")
 

@@ -2,13 +2,12 @@ import FeedCore
 import FeedDomain
 import FeedSync
 import FeedTestSupport
-import FeedTestThreads
 import Foundation
 import Testing
 
 /// The seam's like operation, ``FeedTransaction/applyLikes(_:)``: the same units give the same outcomes, rows and
 /// events on both backends (SQLite statement by statement, PostgreSQL in one statement).
-@Suite(.ownThreads) struct ApplyLikesTests {
+@Suite struct ApplyLikesTests {
     @Test(arguments: TestBackend.allCases)
     func eachUnitCommitsOrFailsAloneAndTheEventsTakeConsecutiveSeqsInOrder(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()

@@ -11,6 +11,7 @@ import Testing
 
 /// The change feed's edge cases: a database file deleted or replaced while followed, `stop()` called on the feed's
 /// own thread, what its file watcher wakes for, and what a `Mirror` walk from a feed can reach.
+// Blocks: waits for the change feed to report a replaced database and to deliver.
 @Suite(.ownThreads) struct ChangeFeedHardeningTests {
     // MARK: - A deleted or replaced database file
 

@@ -12,6 +12,7 @@ import Testing
 /// Each test fails one step once, on the first pass that runs after another service committed, and waits (bounded)
 /// for that commit to reach the bridge with no further commit and a poll interval far beyond the wait: only a feed
 /// that kept the change signal through the failure delivers it.
+// Blocks: waits up to 20 s for the change feed and a subscriber to recover and deliver.
 @Suite(.ownThreads) struct ChangeFeedRecoveryTests {
     /// Where a test fails the feed's pass.
     enum FailingStep: String, CaseIterable, CustomTestStringConvertible {

@@ -16,6 +16,7 @@ import Testing
 /// worker's current step and returns, leaving the stuck threads (and everything they hold) behind.
 ///
 /// `FEEDSYNC_STRESS_SCALE` (default 1) multiplies the UI actions, the direct commands and the child's writes.
+// Blocks: waits for UI, command and child-process workers under a watchdog.
 @Suite(.serialized, .ownThreads, .heavy) struct ConcurrencyStressTests {
     /// Projections on shared screens, direct commands, a ChangeFeed fed by a child process and an app subscriber
     /// that sends actions from inside deliveries.

@@ -82,6 +82,7 @@ func benchExecutable() throws -> String {
     throw FeedError.storage(.cannotOpen(path: "feedsync-bench", reason: "not built next to the tests; run swift build first"))
 }
 
+// Blocks: waits for child processes and their output.
 @Suite(.serialized, .ownThreads) struct CrossProcessTests {
     @Test func subscriberKilledMidStreamResumesWithNothingLostOrRepeated() throws {
         let bench = try benchExecutable()

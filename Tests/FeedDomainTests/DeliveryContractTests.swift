@@ -13,6 +13,7 @@ import Testing
 /// The threading contract of delivery and projections (`Docs/Architecture.md`, "Threading contract"), each rule
 /// driven deterministically: interleavings are forced with semaphores, and every wait has a bound, so a regression
 /// fails instead of hanging.
+// Blocks: waits on semaphores and for threads that commit while effects run.
 @Suite(.ownThreads) struct DeliveryContractTests {
     /// A projection busy in an effect on thread B while another thread's commit is delivered to it: the delivery
     /// executor waits for the projection (its one permitted wait), the effect's command never waits for delivery,

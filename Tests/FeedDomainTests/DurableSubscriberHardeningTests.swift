@@ -12,6 +12,7 @@ import FeedTestThreads
 import Testing
 
 /// Durable subscribers under a shared name, `stop()` from callbacks, bulk loads, and no reachable sender.
+// Blocks: waits for writer threads, a child subscriber process and deliveries; semaphores bound deadlocks.
 @Suite(.serialized, .ownThreads) struct DurableSubscriberHardeningTests {
     // MARK: - Two instances under one name
 

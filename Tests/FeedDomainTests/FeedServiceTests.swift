@@ -9,6 +9,7 @@ import Foundation
 import FeedTestThreads
 import Testing
 
+// Blocks: waits for delivery (`waitForDelivery`) and on a semaphore holding a slow sink.
 @Suite(.ownThreads) struct FeedServiceTests {
     @Test(arguments: TestBackend.allCases) func likeChangesOnceAndIsIdempotent(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()

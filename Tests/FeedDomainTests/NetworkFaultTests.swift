@@ -13,6 +13,7 @@ import Testing
 /// Bounds checked here are the documented ones (`Docs/Reliability.md`): with default settings a command fails within
 /// the 20 s response timeout (10 s when it must connect), and a follower delivers a change made after the heal
 /// within 30 s.
+// Blocks: waits through network partitions and server restarts for timeouts, followers and writer processes.
 @Suite(.ownThreads) struct NetworkFaultTests {
     /// A test database on the PostgreSQL test server, its direct URL, and a proxy in front of it.
     struct Network {

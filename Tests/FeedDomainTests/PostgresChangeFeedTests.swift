@@ -8,6 +8,7 @@ import Testing
 
 /// The change feed on PostgreSQL: other services' commits (other machines) arrive by `LISTEN`/`NOTIFY`, well
 /// before the poll interval; a lost listening session is reported once and the feed carries on by itself.
+// Blocks: waits up to 30 s for changes to reach the bridge, and on semaphores.
 @Suite(.ownThreads) struct PostgresChangeFeedTests {
     @Test func aCommitOnAnotherServiceArrivesLongBeforeThePollInterval() throws {
         let dir = TemporaryDirectory()

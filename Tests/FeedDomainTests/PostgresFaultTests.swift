@@ -12,6 +12,7 @@ import Testing
 ///
 /// `FEEDSYNC_FAULT_COMMANDS` (default 5000) sets the commands per client process of the random-commands test;
 /// `FEEDSYNC_FAULT_KILLS` (default 25) the number of SIGKILLs.
+// Blocks: waits for child processes killed with SIGKILL and for a restarted PostgreSQL server.
 @Suite(.serialized, .ownThreads) struct PostgresFaultTests {
     static let commandsPerClient = environmentInt("FEEDSYNC_FAULT_COMMANDS", 5000)
     static let kills = environmentInt("FEEDSYNC_FAULT_KILLS", 25)

@@ -11,6 +11,7 @@ import Testing
 /// its own, and queue only for the event append and the commit (the `event_log_head` row is the last lock a
 /// transaction takes). Were the head taken first and held to the commit, one slow command would hold up every
 /// other.
+// Blocks: a thread holds a post's row lock on the PostgreSQL server while writers wait on it; semaphores.
 @Suite(.ownThreads) struct PostgresParallelWritesTests {
     @Test func aCommandBlockedOnOnePostLetsACommandOnAnotherCommitFirstAndSeqsFollowCommitOrder() throws {
         let dir = TemporaryDirectory()

@@ -9,6 +9,7 @@ import Foundation
 import FeedTestThreads
 import Testing
 
+// Blocks: waits for delivery (`waitForDelivery`) and for projection states.
 @Suite(.ownThreads) struct ProjectionTests {
     let t0 = Date(timeIntervalSince1970: 1_700_000_000)
 
@@ -160,7 +161,7 @@ import Testing
     }
 }
 
-@Suite(.ownThreads) struct ActionStreamTests {
+@Suite struct ActionStreamTests {
     enum ViewAction: Sendable, Equatable { case tapped, refresh }
 
     /// Seed 003's view: it knows only its weak listener.

@@ -8,6 +8,7 @@ import Foundation
 import FeedTestThreads
 import Testing
 
+// Blocks: waits for agent child processes, some killed with SIGKILL.
 @Suite(.serialized, .ownThreads) struct ReliabilityTests {
     /// Processes and commands per process; `FEEDSYNC_LOAD_OPS` changes the count.
     static let loadProcesses = 4

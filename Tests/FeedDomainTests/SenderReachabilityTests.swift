@@ -12,6 +12,7 @@ import Testing
 /// Nothing the library hands out can be turned into a sender: a recursive `Mirror` walk from each public object —
 /// in use, with subscribers attached and events delivered — reaches no subject, no subscriber and no closure that
 /// would let outside code forge an event or a state.
+// Blocks: waits for delivery (`waitForDelivery`).
 @Suite(.ownThreads) struct SenderReachabilityTests {
     /// The service, and through it the store and the bridge with its sequencer.
     @Test func serviceAndBridgeReachNoSender() throws {

@@ -2,13 +2,12 @@ import FeedCore
 import FeedDomain
 import FeedSync
 import FeedTestSupport
-import FeedTestThreads
 import Foundation
 import Testing
 
 /// The handle a transactional durable subscriber's handler gets behaves the same on both backends: `$n` placeholders,
 /// bound values, reads of its own rows, and a failed statement failing the whole pass even when the handler catches it.
-@Suite(.ownThreads) struct SubscriberTransactionTests {
+@Suite struct SubscriberTransactionTests {
     @Test(arguments: TestBackend.allCases)
     func aFailedStatementFailsThePassEvenWhenTheHandlerCatchesIt(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()

@@ -10,6 +10,7 @@ import Foundation
 import FeedTestThreads
 import Testing
 
+// Blocks: waits for writer threads, deliveries and subscriber signals.
 @Suite(.ownThreads) struct DurableSubscriberTests {
     @Test(arguments: TestBackend.allCases) func catchesUpThenFollowsWithNoGapAndNoDuplicateWhileWritesArrive(on backend: TestBackend) throws
     {
@@ -215,6 +216,7 @@ import Testing
     }
 }
 
+// Blocks: waits for changes from other connections to reach the bridge, and on a 15 s busy timeout.
 @Suite(.ownThreads) struct ChangeFeedTests {
     @Test(arguments: TestBackend.allCases) func changesFromAnotherConnectionReachTheBridgeInOrderOnce(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()

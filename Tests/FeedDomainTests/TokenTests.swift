@@ -8,6 +8,7 @@ import Testing
 
 /// API tokens on both backends: issuing, authenticating, listing and revoking, and what the database and the
 /// service's texts may hold of a token (nothing but its hash).
+// Blocks: waits for a `sha256sum` child process.
 @Suite(.ownThreads) struct TokenTests {
     /// A well-formed token text: `fst_`, 12 lowercase hex digits, `_`, 43 base64url characters.
     static var shape: Regex<Substring> { #/fst_[0-9a-f]{12}_[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]/# }

@@ -5,6 +5,7 @@ import Foundation
 import FeedTestThreads
 import Testing
 
+// Blocks: long synchronous PostgreSQL work: a COPY bulk load of 25,000 rows and its VACUUM.
 @Suite(.ownThreads) struct BulkLoadTests {
     @Test func aBulkLoadCopiesRowsKeepsCountsAndRecordsTheBaseline() throws {
         guard let db = try TestDatabase.make("bulk_copy") else { return }

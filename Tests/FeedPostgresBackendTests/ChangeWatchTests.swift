@@ -5,6 +5,7 @@ import Foundation
 import FeedTestThreads
 import Testing
 
+// Blocks: waits on PostgreSQL change watches and joins waiter threads.
 @Suite(.ownThreads) struct ChangeWatchTests {
     @Test func pollReportsAMovedLogHead() throws {
         guard let db = try TestDatabase.make("watch_poll") else { return }

@@ -7,6 +7,7 @@ import Testing
 
 /// `commitLikes` sends a like batch as one autocommit statement: one round trip, all of it or nothing, and applied once
 /// however often it is sent.
+// Blocks: a second send waits on the first one's row locks; waits on semaphores and joins threads.
 @Suite(.ownThreads) struct CommitLikesTests {
     /// Round trips the server answered on the pool's one connection.
     private static func roundTrips(_ backend: PostgresBackend) throws -> Int {

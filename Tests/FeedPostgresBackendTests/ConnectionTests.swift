@@ -5,6 +5,7 @@ import Foundation
 import FeedTestThreads
 import Testing
 
+// Blocks: waits on semaphores for reader threads sharing the pool's connections, and joins them.
 @Suite(.ownThreads) struct ConnectionTests {
     /// Opens `count` pooled connections at once: `count` reads that each wait until all have started.
     private func openConnections(_ backend: PostgresBackend, count: Int) {

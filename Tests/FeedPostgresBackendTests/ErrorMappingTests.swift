@@ -5,6 +5,7 @@ import Foundation
 import FeedTestThreads
 import Testing
 
+// Blocks: waits for statements that run into their timeout (`pg_sleep`).
 @Suite(.ownThreads) struct ErrorMappingTests {
     @Test func aDuplicateUserIsUserAlreadyExistsAndTheTransactionGoesOn() throws {
         guard let db = try TestDatabase.make("errors_user") else { return }

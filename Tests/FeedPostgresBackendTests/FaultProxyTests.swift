@@ -8,6 +8,7 @@ import Testing
 
 /// The fault-injection proxy against an echo server on loopback (no PostgreSQL needed), and once in front of the
 /// PostgreSQL test server.
+// Blocks: waits for relay threads, a blocked reader and closing connections (bounded polls).
 @Suite(.ownThreads) struct FaultProxyTests {
     private let ping = Array("ping".utf8)
 

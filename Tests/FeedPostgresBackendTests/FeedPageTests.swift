@@ -7,6 +7,7 @@ import Testing
 
 /// The feed page statements on PostgreSQL: every page size gives the right rows, both forms agree, and the server
 /// keeps one generic plan for them instead of planning every page again.
+// Blocks: long synchronous PostgreSQL work: bulk loads of 1,205 posts and walks through every page.
 @Suite(.ownThreads) struct FeedPageTests {
     /// 1,205 posts by one author at 400 distinct times (ties broken by key), a viewer who likes every seventh post.
     private static func seeded(_ label: String) throws -> (TestDatabase, viewerKey: Int64)? {

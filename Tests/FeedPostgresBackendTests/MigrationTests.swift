@@ -6,6 +6,7 @@ import Foundation
 import FeedTestThreads
 import Testing
 
+// Blocks: opener threads wait at a gate to migrate one database at once; joins them.
 @Suite(.ownThreads) struct MigrationTests {
     /// The tables of the database and its recorded migrations: what "nothing written" compares.
     private func snapshot(_ url: String) throws -> [[DatabaseValue]] {

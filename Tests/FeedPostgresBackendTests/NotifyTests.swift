@@ -7,6 +7,7 @@ import Testing
 
 /// `LISTEN`/`NOTIFY`: commits reach other backends' watches at once; the notification is sent after the commit, by
 /// the notifier's own session, which writers never wait for.
+// Blocks: waits on PostgreSQL notifications and joins waiter threads.
 @Suite(.ownThreads) struct NotifyTests {
     @Test func aCommitByAnotherBackendWakesAWaitingWatch() throws {
         guard let db = try TestDatabase.make("notify_wakes") else { return }

@@ -7,6 +7,7 @@ import Testing
 
 /// The transactional-outbox gap: a seq taken at insert is not commit order. With the event-log head lock, a later
 /// appender waits for the earlier one, so readers never see a hole that fills in later.
+// Blocks: appender threads hold the log on the PostgreSQL server while a reader waits; semaphores and joins.
 @Suite(.ownThreads) struct OrderingTests {
     /// The sessions of the test database waiting for a lock.
     private func lockWaiters(_ db: TestDatabase) throws -> Int64 {

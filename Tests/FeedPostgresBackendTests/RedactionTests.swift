@@ -2,10 +2,9 @@ import FeedCore
 import FeedPostgresBackend
 import FeedTestSupport
 import Foundation
-import FeedTestThreads
 import Testing
 
-@Suite(.ownThreads) struct RedactionTests {
+@Suite struct RedactionTests {
     @Test(arguments: [
         ("postgresql://app:s3cret@db:5432/feed?sslmode=require", "postgresql://app@db:5432/feed?sslmode=require"),
         ("postgres://app:s3cret@db/feed", "postgres://app@db/feed"),

@@ -5,6 +5,7 @@ import Foundation
 import FeedTestThreads
 import Testing
 
+// Blocks: a writer thread commits while a read holds its snapshot; waits on semaphores and joins it.
 @Suite(.ownThreads) struct TransactionTests {
     @Test func likingAndUnlikingAreIdempotentAndKeepTheCount() throws {
         guard let db = try TestDatabase.make("tx_likes") else { return }

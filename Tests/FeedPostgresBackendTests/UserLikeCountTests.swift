@@ -8,6 +8,7 @@ import Testing
 
 /// Schema version 4: each user's number of likes (`users.like_count`), kept by the like triggers, chooses the feed
 /// page's form of the like flag; like batches take the users' rows in key order after the posts'.
+// Blocks: two threads' like batches wait on each other's row locks on the PostgreSQL server.
 @Suite(.ownThreads) struct UserLikeCountTests {
     private static func userCounts(_ db: TestDatabase) throws -> [[DatabaseValue]] {
         try db.admin("SELECT id, like_count FROM users ORDER BY id")

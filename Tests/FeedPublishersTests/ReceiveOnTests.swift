@@ -5,6 +5,7 @@ import Synchronization
 import FeedTestThreads
 import Testing
 
+// Blocks: waits on semaphores for values delivered on other threads and on a run loop thread.
 @Suite(.ownThreads) struct ReceiveOnTests {
     @Test func deliversOnTheQueueInOrderWithoutLosingEarlyValues() {
         let queue = DispatchQueue(label: "receive-on-test")

@@ -4,6 +4,7 @@ import Synchronization
 import FeedTestThreads
 import Testing
 
+// Blocks: waits for racing sender, subscriber and canceller threads, and on semaphores, under a stall watchdog.
 @Suite(.ownThreads) struct StressTests {
     /// One sink's check: values strictly increasing, none after cancel returned.
     final class OrderCheck: Sendable {

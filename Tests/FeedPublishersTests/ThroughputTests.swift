@@ -1,12 +1,11 @@
 import FeedPublishers
 import Foundation
-import FeedTestThreads
 import Testing
 
 /// W3-shaped throughput probe. Prints deliveries per second; asserts only the sums, never timing.
 ///
 /// Run in release mode: `FEEDPUBLISHERS_BENCH=1 swift test -c release --filter ThroughputTests`.
-@Suite(.serialized, .enabled(if: ProcessInfo.processInfo.environment["FEEDPUBLISHERS_BENCH"] != nil), .ownThreads)
+@Suite(.serialized, .enabled(if: ProcessInfo.processInfo.environment["FEEDPUBLISHERS_BENCH"] != nil))
 struct ThroughputTests {
     final class Sum: Sendable {
         // Written only by the one sending thread of each run; read after it finished.

@@ -5,10 +5,9 @@ import FeedSQLite
 @testable import FeedSQLiteBackend
 import FeedTestSupport
 import Foundation
-import FeedTestThreads
 import Testing
 
-@Suite(.ownThreads) struct MigratorTests {
+@Suite struct MigratorTests {
     @Test func migratesAnEmptyDatabaseToTheLatestVersion() throws {
         let dir = TemporaryDirectory()
         let database = try Database(path: dir.file("db.sqlite"))

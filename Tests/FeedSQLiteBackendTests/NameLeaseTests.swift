@@ -8,6 +8,7 @@ import Testing
 
 /// `FeedStore.tryHold(name:)`: an exclusive name (a durable subscriber's) held by one holder at a time, and free
 /// again the moment it is released.
+// Blocks: waits (`waitpid`) for a forked child killed with SIGKILL.
 @Suite(.ownThreads) struct NameLeaseTests {
     /// Runs `body` with two stores open on one new database file (as two processes would have), then closes them.
     private func withTwoStores(_ body: (_ store: FeedStore, _ other: FeedStore) throws -> Void) throws {

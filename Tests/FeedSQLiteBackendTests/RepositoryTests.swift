@@ -3,10 +3,9 @@ import FeedSQLite
 import FeedSQLiteBackend
 import FeedTestSupport
 import Foundation
-import FeedTestThreads
 import Testing
 
-@Suite(.ownThreads) struct RepositoryTests {
+@Suite struct RepositoryTests {
     let now = Date(timeIntervalSince1970: 1_700_000_000)
 
     func seeded() throws -> FeedStore {
@@ -274,7 +273,7 @@ import Testing
     }
 }
 
-@Suite(.ownThreads) struct CloseTests {
+@Suite struct CloseTests {
     @Test func closingTheStoreCheckpointsAndRemovesTheWAL() throws {
         let dir = TemporaryDirectory()
         let path = dir.file("db.sqlite")

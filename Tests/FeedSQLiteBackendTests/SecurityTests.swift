@@ -1,10 +1,9 @@
 import FeedCore
 import FeedSQLiteBackend
 import Foundation
-import FeedTestThreads
 import Testing
 
-@Suite(.ownThreads) struct SecurityTests {
+@Suite struct SecurityTests {
     static let sourcesFolder = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Sources")

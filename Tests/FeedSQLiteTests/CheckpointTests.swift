@@ -6,6 +6,7 @@ import Synchronization
 import Testing
 
 /// ``CheckpointPolicy``: the background checkpoint thread, the writer's bound, closing, SQLite's own policy.
+// Blocks: waits for the checkpointer thread (bounded polls) and on semaphores while a reader holds a snapshot.
 @Suite(.ownThreads) struct CheckpointTests {
     /// Each insert writes a 3,000-byte value: at least one page of the log per transaction.
     private static let row = String(repeating: "x", count: 3_000)

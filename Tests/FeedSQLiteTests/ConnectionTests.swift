@@ -1,10 +1,9 @@
 import FeedSQLite
 import FeedTestSupport
 import Foundation
-import FeedTestThreads
 import Testing
 
-@Suite(.ownThreads) struct ConnectionTests {
+@Suite struct ConnectionTests {
     @Test func typedBindingsRoundTrip() throws {
         let db = try Connection(location: .inMemory)
         try db.execute("CREATE TABLE t (i INTEGER, r REAL, s TEXT, b BLOB, n)")

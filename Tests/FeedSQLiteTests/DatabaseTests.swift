@@ -4,6 +4,7 @@ import Foundation
 import FeedTestThreads
 import Testing
 
+// Blocks: threads hold SQLite's write lock while others wait on it through their busy timeout; waits on semaphores.
 @Suite(.ownThreads) struct DatabaseTests {
     @Test func readWhileAnotherConnectionHoldsAWriteTransactionNeitherBlocksNorFails() throws {
         let dir = TemporaryDirectory()
@@ -186,7 +187,7 @@ import Testing
 }
 
 /// Opening without writing: validation before the WAL switch, read-only databases that tidy up, literal paths.
-@Suite(.ownThreads) struct OpeningWithoutWritingTests {
+@Suite struct OpeningWithoutWritingTests {
     struct Refused: Error {}
 
     /// A database file in rollback-journal mode (`journal_mode=DELETE`) with one table and one row.

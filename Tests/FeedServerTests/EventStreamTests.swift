@@ -7,6 +7,7 @@ import Foundation
 import Testing
 
 /// `GET /api/events`: the log after the cursor, then live, each seq once and in order.
+// Blocks: waits for an in-process HTTP server's event streams.
 @Suite(.ownThreads) struct EventStreamTests {
     @Test(arguments: TestBackend.allCases)
     func theStreamResumesAfterItsCursorThenGoesLive(on backend: TestBackend) throws {

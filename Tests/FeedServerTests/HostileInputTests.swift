@@ -7,6 +7,7 @@ import Testing
 /// `feedsync serve` as a child process flooded with malformed requests while valid clients keep using it: every
 /// hostile request gets a sensible answer or a closed connection, the valid ones all succeed, the event stream stays
 /// exact, and the server's memory, sockets and threads come back.
+// Blocks: waits for a `feedsync serve` child process, its event stream and its socket counts under floods of requests.
 @Suite(.ownThreads, .heavy) struct HostileInputTests {
     static let users = ["u1", "u2", "u3", "u4"]
 

@@ -14,6 +14,7 @@ import Testing
 /// clicked in one page reaches the other's feed (measured again), the detail view follows the other user's likes
 /// and unlikes, and back shows the feed with the viewer's filled heart. Each page ends in a screenshot under `$FEEDSYNC_ARTIFACTS_DIR` (default
 /// `.build/artifacts`). Without chromium the test is skipped with a notice, except under `CI=true`, where it fails.
+// Blocks: waits for a `feedsync serve` child process and a headless browser.
 @Suite(.ownThreads, .heavy)
 struct LivePageBrowserTests {
     /// A post in Korean with code and markup, as the seeds have: it must come out as the same text.

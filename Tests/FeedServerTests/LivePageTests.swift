@@ -9,8 +9,7 @@ import Testing
 #endif
 
 /// The live page without a browser: what `LivePage.html` is, and that `GET /` serves it.
-@Suite(.ownThreads)
-struct LivePageTests {
+@Suite struct LivePageTests {
     @Test func pageIsOneSmallSelfContainedDocument() {
         let html = LivePage.html
         #expect(html.hasPrefix("<!doctype html>"))
@@ -25,7 +24,8 @@ struct LivePageTests {
         }
     }
 
-    @Test func rootServesThePageAsHTML() async throws {
+    // Blocks: starts a `feedsync serve` child process and waits for it to listen.
+    @Test(.ownThreads) func rootServesThePageAsHTML() async throws {
         let directory = TemporaryDirectory("feedsync-page")
         let server = try ServeProcess(database: directory.file("feed.sqlite"), home: directory.path, extra: ["--demo"])
         defer { server.stop() }

@@ -6,6 +6,7 @@ import Testing
 
 /// A server in a process with more than 1,024 open files — a busy server — gets socket numbers that `select(2)`
 /// cannot watch; it must answer on them anyway.
+// Blocks: waits for a `feedsync serve` child process and its answers.
 @Suite(.ownThreads) struct ManyOpenFilesTests {
     @Test func aServerWhoseSocketsNumberAbove1024Answers() throws {
         let dir = TemporaryDirectory("feedsync-many-files")

@@ -7,6 +7,7 @@ import Testing
 /// Two `feedsync serve` processes on one database — one PostgreSQL database, as on several machines, or one SQLite
 /// file on one machine: a like through either reaches both event streams once and in order and shows in the other's
 /// answers, and a token issued or revoked once holds on both at once.
+// Blocks: waits for two `feedsync serve` child processes and their event streams.
 @Suite(.ownThreads, .heavy) struct MultiInstanceTests {
     @Test(arguments: TestBackend.allCases)
     func twoServersOnOneDatabaseShareCommitsAndTokens(on backend: TestBackend) throws {

@@ -12,6 +12,7 @@ import Testing
 /// A replica of a `feedsync serve` over HTTP, through the CLI: `replica init --from http://… --token`, offline writes,
 /// `sync` (exactly once through the server's sync routes), a revoked token, a server that is gone, and
 /// `sync --follow` picking up a like made through the server.
+// Blocks: waits for `feedsync serve` and `feedsync sync --follow` child processes.
 @Suite(.ownThreads) struct ReplicaOverHTTPTests {
     struct Server {
         let dir: TemporaryDirectory

@@ -6,6 +6,7 @@ import Foundation
 import Testing
 
 /// Every route's answers over real HTTP on loopback: statuses, JSON shapes, errors, tokens and limits.
+// Blocks: waits on sockets for an in-process HTTP server's answers.
 @Suite(.ownThreads) struct RoutesTests {
     @Test(arguments: TestBackend.allCases)
     func readRoutesAnswerWithTheCLIShapes(on backend: TestBackend) throws {

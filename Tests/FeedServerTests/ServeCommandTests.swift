@@ -10,6 +10,7 @@ import Testing
 #endif
 
 /// `feedsync serve` as a child process, and commits by other processes reaching the event stream.
+// Blocks: waits for `feedsync serve` child processes and their event streams.
 @Suite(.ownThreads) struct ServeCommandTests {
     @Test(arguments: TestBackend.allCases)
     func aCommitByAnotherProcessReachesAFollower(on backend: TestBackend) throws {

@@ -11,6 +11,7 @@ import Testing
 /// Slow clients, idle connections and the connection limit, on an in-process server with short limits: a stalled
 /// request is closed after the idle timeout, a trickling one is not, and a connection over the limit waits unserved
 /// in the listen queue until one closes, after which every slot can be filled again.
+// Blocks: waits on sockets for an in-process server's idle timeout and connection limit.
 @Suite(.ownThreads) struct SlowClientTests {
     @Test func aStalledRequestIsClosedAfterTheIdleTimeoutWhileOthersAreServed() throws {
         guard let sut = try ServerFixture(on: .sqlite, configure: { $0.idleTimeout = 2 }) else { return }

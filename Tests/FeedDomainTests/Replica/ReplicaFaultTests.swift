@@ -11,6 +11,7 @@ import Testing
 /// on a healed network: every replica equals the source for its user, the source's counts equal its rows, every
 /// mutation was applied once (no new post twice, the source's number for each client is the client's last), and
 /// nothing was rejected.
+// Blocks: waits for device threads under a watchdog and on a semaphore.
 @Suite(.ownThreads) struct ReplicaFaultTests {
     @Test(arguments: TestBackend.allCases)
     func replicasBehindALossyNetworkConvergeWithEveryMutationAppliedOnce(on backend: TestBackend) throws {

@@ -9,6 +9,7 @@ import Testing
 /// Replicas following a PostgreSQL source through a network partition and a server restart (`pg_ctl restart -m
 /// immediate`): syncs fail with transient errors while the source is away, local writes keep working, and once it is
 /// back every replica converges by itself — each write applied once.
+// Blocks: starts, restarts and stops a private PostgreSQL server and waits for it.
 @Suite(.ownThreads) struct ReplicaServerFaultTests {
     @Test func replicasFollowingAPostgresSourceSurviveAPartitionAndARestart() async throws {
         guard let serverParent = try PostgresFaultTests.restartableServerParent() else { return }

@@ -2,12 +2,11 @@ import FeedCore
 import FeedDomain
 import FeedSync
 import FeedTestSupport
-import FeedTestThreads
 import Foundation
 import Testing
 
 /// A replica mirrors one user's view of a source, works offline, and syncs each local write exactly once.
-@Suite(.ownThreads) struct ReplicaTests {
+@Suite struct ReplicaTests {
     @Test(arguments: TestBackend.allCases)
     func aReplicaMirrorsItsUsersViewAndOnlyCountsOfOthers(on backend: TestBackend) async throws {
         let dir = TemporaryDirectory()

@@ -8,7 +8,7 @@ import Testing
 
 /// The protocol's messages and the endpoint's answers: versioned JSON, bad requests refused with nothing written,
 /// clients bound to one user, and a following replica that sees the source's changes and pushes its own by itself.
-@Suite(.ownThreads) struct SyncProtocolTests {
+@Suite struct SyncProtocolTests {
     @Test func messagesRoundTripThroughJSONWithMillisecondTimes() throws {
         let push = PushRequest(
             clientID: "c1",
