@@ -57,16 +57,24 @@ import Testing
         guard let location = try backend.makeLocation(in: dir) else { return }
         let bridge = EventBridge(deliveryLimit: 10)
         let service = try makeService(at: location, bridge: bridge)
+        // The set-up's events (1...6) delivered first, so that the limit counts only what this test commits.
+        service.settle()
         let gate = DispatchSemaphore(value: 0)
         defer { gate.signal() }
+        let holding = DispatchSemaphore(value: 0)
         let received = Box<[Int64]>([])
         let subscription = bridge.changes.sink { event in
-            if event.seq == 7 { _ = gate.wait(timeout: .now() + 60 * asyncTestSlack) }
+            if event.seq == 7 {
+                holding.signal()
+                _ = gate.wait(timeout: .now() + 60 * asyncTestSlack)
+            }
             received.withLock { $0.append(event.seq) }
         }
         defer { subscription.cancel() }
         let toggles = Array(repeating: LikeCommand(.toggle, userID: "user2", postID: "post2"), count: 10)
         try await service.like(userID: "user1", postID: "post1")  // 7, held
+        // Delivery has taken 7 out of its queue and holds it in the sink: the next ten fit the limit exactly.
+        #expect(holding.wait(timeout: .now() + 30 * asyncTestSlack) == .success)
         _ = try await service.perform(toggles)  // 8...17, kept in memory
         _ = try await service.perform(toggles)  // 18...27, beyond the limit: to be read from the log
         service.close()

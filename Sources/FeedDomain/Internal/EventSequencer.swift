@@ -31,7 +31,8 @@ internal import Foundation
 ///
 /// Two measured shortcuts keep the hand-off off a command's cost. With nobody listening (no subscriber, no logger)
 /// and nothing in flight, a submitted range is delivered as it is handed over, on the committing thread. And a drain
-/// that found nothing more to deliver lingers for ``lingerWindow`` before it gives the executor up, so that a
+/// of this process's commits that found nothing more to deliver lingers for ``lingerWindow`` before it gives the
+/// executor up (not one of other processes' events, which the watch finds a wake-up at a time), so that a
 /// caller's next command finds it running and wakes no thread (`feedsync-bench w4`, a sink on the bridge, release
 /// build on 2 cores, interleaved, median of 5: 19.6k ops/s without the window, 23.4k with it; delivering on the
 /// committing thread instead of an executor, 24.5k: `Docs/decisions/0008-delivery-on-its-own-executor.md`).
@@ -43,7 +44,7 @@ internal import Foundation
 /// doubles from 10 ms to 2 s; events pruned before delivery read them are not delivered (and logged). The delivering
 /// thread waits for those reads, never for a command.
 ///
-/// `@unchecked Sendable`: `backlog`, `isScheduled`, `logSource` and `retryDelay` are only touched
+/// `@unchecked Sendable`: `backlog`, `isScheduled`, `lingers`, `logSource` and `retryDelay` are only touched
 /// while `condition` is locked; `queue`, `limit` and `deliver` are immutable.
 final class EventSequencer: @unchecked Sendable {
     /// A batch of events handed to the delivering thread; internal so that no outside code can name it.
@@ -78,6 +79,8 @@ final class EventSequencer: @unchecked Sendable {
     private var retryDelay: Duration = .zero
     /// Whether a drain of the backlog is queued or running on `queue`.
     private var isScheduled = false
+    /// Whether the last range handed over was committed by this process: only then does a drain linger.
+    private var lingers = false
     private let queue = FeedExecutor.makeQueue(label: "FeedSync.Delivery")
     private let deliver: @Sendable (Batch) -> Void
     /// Whether anyone would see a delivery now (a subscriber or a logger).
@@ -150,7 +153,9 @@ final class EventSequencer: @unchecked Sendable {
     /// - Returns: how many of `events` were not known before (the rest overlapped earlier ranges).
     @discardableResult
     func submit(after: Int64, through: Int64, events: [EventRecord]) -> Int {
-        hand(through: through) { backlog, limit in backlog.submit(after: after, through: through, events: events, limit: limit) }
+        hand(through: through, committedHere: false) { backlog, limit in
+            backlog.submit(after: after, through: through, events: events, limit: limit)
+        }
     }
 
     /// Hands over the events a transaction of this process appended, once it committed (`events` in seq order);
@@ -158,15 +163,19 @@ final class EventSequencer: @unchecked Sendable {
     /// read from the log by the delivering thread unless a local writer's range brings them before it gets there.
     func submitCommitted(_ events: [EventRecord]) {
         guard let last = events.last?.seq else { return }
-        _ = hand(through: last) { backlog, limit in backlog.submitCommitted(events, limit: limit) }
+        _ = hand(through: last, committedHere: true) { backlog, limit in backlog.submitCommitted(events, limit: limit) }
     }
 
-    /// Adds to the backlog with `add` (given the backlog and its limit) and schedules delivery.
-    private func hand(through: Int64, _ add: (inout Backlog, Int?) -> (added: Int, fellBehind: Bool)) -> Int {
+    /// Adds to the backlog with `add` (given the backlog and its limit) and schedules delivery. `committedHere`: the
+    /// range is this process's commit (a caller's next command may follow at once), not one its watch found.
+    private func hand(
+        through: Int64, committedHere: Bool, _ add: (inout Backlog, Int?) -> (added: Int, fellBehind: Bool)
+    ) -> Int {
         // Asked before the lock: a subscriber that attaches meanwhile is one that attached after this commit.
         let listened = isListened()
         let (added, fellBehind, schedule, source) = withBacklog { backlog -> (Int, Bool, Bool, LogSource?) in
             let (added, fellBehind) = add(&backlog, logSource == nil ? nil : limit)
+            lingers = committedHere
             if !listened, !isScheduled {
                 // Nobody would see these events and no delivery is in flight that they must follow: they are
                 // delivered here, in order, without waking the delivery executor (a command with nobody listening
@@ -214,11 +223,11 @@ final class EventSequencer: @unchecked Sendable {
             guard let batch = backlog.next() else {
                 // Linger before giving the executor up: a caller's next command usually commits within the window,
                 // and finding the drain still running it hands its range over without waking a thread (see the
-                // type's notes).
+                // type's notes). Not after other processes' events, which the watch finds one wake-up at a time.
                 let now = ContinuousClock.now
                 let since = idleSince ?? now
                 idleSince = since
-                guard now - since < Self.lingerWindow else { break }
+                guard lingers, now - since < Self.lingerWindow else { break }
                 condition.unlock()
                 sched_yield()
                 condition.lock()
