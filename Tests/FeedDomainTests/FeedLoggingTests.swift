@@ -85,20 +85,22 @@ import Testing
         #expect(retries.allSatisfy { $0.level == .warning && $0.fields["location"] == replica.backend.location })
     }
 
-    /// A like that PostgreSQL picks as a deadlock's victim runs again, and the retry is logged.
+    /// A write that PostgreSQL picks as a deadlock's victim runs again, and the retry is logged.
     @Test func aPostgreSQLWriteRetriedAfterADeadlockIsLogged() async throws {
         let dir = TemporaryDirectory()
         guard let location = try TestBackend.postgresql.makeLocation(in: dir, "retry") else { return }
         let logged = AsyncLog<FeedLogEvent>()
         let service = try makeService(at: location, logger: { logged.append($0) })
         defer { service.close() }
-        let blocker = try FeedService(location: location)
+        // Both services log: the deadlock check runs in whichever transaction has waited past `deadlock_timeout`
+        // when the cycle closes, so either may be the victim (on a loaded machine, the blocker).
+        let blocker = try FeedService(location: location, logger: { logged.append($0) })
         defer { blocker.close() }
         let watcher = try FeedService(location: location)
         defer { watcher.close() }
         let attempts = Box(0)
         // The blocker takes the event log's head first, waits until the like holds post1 and waits for the head, then
-        // asks for post1: a cycle. The like waited longer, so its deadlock check runs first and it is the victim.
+        // asks for post1: a cycle. The victim rolls back and runs again (the blocker's second attempt does nothing).
         let blocking = Task.detached {
             try blocker.backend.write(
                 { tx in

@@ -29,18 +29,14 @@ private final class Calls: Sendable {
         }
     }
 
-    /// Holds the writer connection while two callers lead — "leader" (user1 likes post1), then "leader2" (user1 likes
-    /// post4, a post the test creates) — each taking its own unit and waiting for the writer; runs `queueBehind`
-    /// (which starts more callers: every slot is taken, so they queue), then releases the writer. The first leader to
-    /// get the writer takes the queued units into its transaction; the other commits its own.
+    /// Holds the writer connection while a caller named "leader" (user1 likes post1) takes its own unit and waits for
+    /// it, runs `queueBehind` (which starts more callers; they queue behind the leader), then releases the writer.
     func queueBehindAWaitingLeader(_ queueBehind: () -> Void) throws {
         let taken = service.group.queue.taken
         try service.store.database.writeWithoutTransaction { _ in
             start("leader", [LikeCommand(.like, userID: "user1", postID: "post1")])
+            // The leader took its own unit and now waits for the writer connection held here.
             #expect(eventually { service.group.queue.taken == taken + 1 })
-            start("leader2", [LikeCommand(.like, userID: "user1", postID: "post4")])
-            // Both leaders took their own units and now wait for the writer connection held here.
-            #expect(eventually { service.group.queue.taken == taken + 2 })
             queueBehind()
         }
     }
@@ -60,12 +56,10 @@ private final class Calls: Sendable {
 /// command survives a SIGKILL.
 // Blocks: caller threads queue behind a held writer; waits for them and for child processes killed with SIGKILL.
 @Suite(.serialized, .ownThreads) struct GroupCommitTests {
-    // SQLite only: holds SQLite's one writer connection so that units queue and top up a leader's transaction.
+    // SQLite only: holds SQLite's one writer connection so that units queue and top up the leader's transaction.
     @Test func unitsQueuedBehindTheLeaderShareOneTransactionAndFailAlone() throws {
         let dir = TemporaryDirectory()
         let service = try makeService(in: dir)
-        try service.createPost(id: "post4", authorID: "user1", body: "fourth")
-        service.settle()
         let seen = Recorder(service.bridge.changes.map(\.seq))
         let before = service.group.statistics
         let calls = Calls(service)
@@ -98,22 +92,20 @@ private final class Calls: Sendable {
         #expect(try service.post(id: "post2", viewerID: "user3").liked == false)
         #expect(service.group.isolatedReruns == 0)
         let after = service.group.statistics
-        #expect(after.units - before.units == 6)
-        // The leaders, held at BEGIN while the four queued: the first to get the writer applies its own unit and then
-        // takes them in (topping up); the other commits its own.
-        #expect(after.transactions - before.transactions == 2, "the four queued units share a leader's transaction")
-        #expect((try? outcome["leader2"]?.get())?.first?.changed == true)
-        // Four changes, delivered once each, in seq order, with no gap.
-        #expect(seen.wait { $0.count == 4 })
+        #expect(after.units - before.units == 5)
+        // The leader, held at BEGIN while the four queued, applies its own unit and then takes them in (topping up).
+        #expect(after.transactions - before.transactions == 1, "the four queued units share the leader's transaction")
+        // Three changes, delivered once each, in seq order, with no gap.
+        #expect(seen.wait { $0.count == 3 })
         let seqs = seen.values
-        #expect(seqs == Array(seqs[0]...(seqs[0] + 3)))
+        #expect(seqs == Array(seqs[0]...(seqs[0] + 2)))
         #expect(try service.check().isEmpty)
     }
 
     /// A unit that fails *after* writing (here a trigger of the test's own raises on a like of post3, after the
     /// unit's first command liked post2): the batch, run without savepoints, is rolled back and run again with a
     /// savepoint per unit, so that unit fails alone and its first command is undone; the others commit once.
-    // SQLite only: holds SQLite's one writer connection so that units queue and top up a leader's transaction.
+    // SQLite only: holds SQLite's one writer connection so that units queue and top up the leader's transaction.
     @Test func aUnitFailingAfterItWroteIsUndoneAloneByASavepointRerun() throws {
         let dir = TemporaryDirectory()
         let service = try makeService(in: dir)
@@ -125,8 +117,6 @@ private final class Calls: Sendable {
                 BEGIN SELECT RAISE(ABORT, 'boom'); END
                 """)
         }
-        try service.createPost(id: "post4", authorID: "user1", body: "fourth")
-        service.settle()
         let seen = Recorder(service.bridge.changes.map(\.seq))
         let before = service.group.statistics
         let calls = Calls(service)
@@ -150,14 +140,12 @@ private final class Calls: Sendable {
         #expect(try service.post(id: "post2", viewerID: "user3").liked == false)
         #expect(try service.post(id: "post2", viewerID: "user2").post.likeCount == 1)
         let after = service.group.statistics
-        #expect(after.units - before.units == 5)
-        // Two transactions, one of them run twice: a leader topped up the three queued units, then reran all four
-        // isolated; the other leader committed its own unit.
-        #expect(after.transactions - before.transactions == 2)
-        #expect((try? outcome["leader2"]?.get())?.first?.changed == true)
-        #expect(seen.wait { $0.count == 4 })
+        #expect(after.units - before.units == 4)
+        // One transaction, run twice: the leader topped up the three queued units, then reran all four isolated.
+        #expect(after.transactions - before.transactions == 1)
+        #expect(seen.wait { $0.count == 3 })
         let seqs = seen.values
-        #expect(seqs == Array(seqs[0]...(seqs[0] + 3)))
+        #expect(seqs == Array(seqs[0]...(seqs[0] + 2)))
         #expect(try service.check().isEmpty)
     }
 
