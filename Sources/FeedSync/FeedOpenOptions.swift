@@ -41,8 +41,8 @@ public struct FeedOpenOptions: Sendable, Hashable {
     /// further calls wait in a queue. 8 by default, a pool shared by every service with the default; another value
     /// gives the service a pool of its own. At least 1.
     public var blockingThreads = FeedService.Configuration.defaultBlockingThreads
-    /// A command slower than this, from its call to its `COMMIT`, is logged as ``FeedLogEvent/Kind/slowCommand`` (when
-    /// the service has a logger); `nil` logs none. 1 second by default.
+    /// A command slower than this, from its call to its `COMMIT`, is logged as ``FeedLogEvent/Kind/slowCommand``, and a
+    /// query as ``FeedLogEvent/Kind/slowQuery`` (when the service has a logger); `nil` logs none. 1 second by default.
     public var slowCommandThreshold: Duration? = .seconds(1)
 
     /// The defaults.

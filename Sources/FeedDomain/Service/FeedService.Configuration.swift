@@ -22,7 +22,8 @@ extension FeedService {
         /// after 10 seconds without work.
         public var blockingThreads = Configuration.defaultBlockingThreads
         /// A command that takes longer than this, from its call to its `COMMIT` (a like command's wait for its group
-        /// included), is logged as ``FeedLogEvent/Kind/slowCommand``; `nil` logs none. 1 second by default.
+        /// included), is logged as ``FeedLogEvent/Kind/slowCommand``, and a query that takes longer as
+        /// ``FeedLogEvent/Kind/slowQuery``; `nil` logs none. 1 second by default.
         public var slowCommandThreshold: Duration? = .seconds(1)
         /// Where the service's log events go; `nil` (the default) logs nothing.
         public var logger: FeedLogger?
