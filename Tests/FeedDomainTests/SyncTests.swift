@@ -309,7 +309,9 @@ import Testing
             list.send(.refresh)
             _ = try other.like(userID: "user1", postID: "post3")
             let states = Recorder(list.state)
-            #expect(states.wait { $0.last?.likedPostIDs == ["post3"] })
+            // The like reaches the projection through the watch; 30 s like the suite's other cross-process waits (the
+            // full parallel run can starve the watch's thread for more than 10 s).
+            #expect(states.wait(seconds: 30) { $0.last?.likedPostIDs == ["post3"] })
             #expect(list(\.posts).first { $0.id == "post3" }?.likeCount == 1)
         }
     }
