@@ -11,14 +11,17 @@ extension FeedService {
 
     /// Logs a command that took longer than ``Configuration/slowCommandThreshold`` since `started`.
     ///
+    /// `command` is evaluated only when the command was slow and a logger listens: naming a like action by string
+    /// interpolation reflects the enum, which costs more than the rest of this check on every command.
+    ///
     /// - Parameters:
     ///   - command: the command's name (a function name's base, as `#function` gives it, or a like action).
     ///   - commands: how many commands the call ran.
-    func noteCommand(_ command: String, commands: Int, since started: ContinuousClock.Instant) {
+    func noteCommand(_ command: @autoclosure () -> String, commands: Int, since started: ContinuousClock.Instant) {
         guard let threshold = configuration.slowCommandThreshold, configuration.logger != nil else { return }
         let elapsed = ContinuousClock.now - started
         guard elapsed > threshold else { return }
-        let name = String(command.prefix { $0 != "(" })
+        let name = String(command().prefix { $0 != "(" })
         log(
             .slowCommand, .warning, "\(name) took \(Self.milliseconds(elapsed)) ms (threshold \(Self.milliseconds(threshold)) ms)",
             ["command": name, "commands": "\(commands)", "milliseconds": "\(Self.milliseconds(elapsed))"])
