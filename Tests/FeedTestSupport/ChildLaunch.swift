@@ -8,10 +8,16 @@ public import Foundation
 /// an accepted socket — stays open in the child until it exits. Tests run in parallel, and such a leak shows up far
 /// away: a pipe whose end of stream or a socket whose close comes only when an unrelated program exits. This holds
 /// descriptor 4095 open for the life of the test process, so every child closes 3…4095.
+///
+/// Launches are serialized: `Process.run` once crashed in a `memcpy` while many tests launched children at once (a
+/// full parallel run), and it returns as soon as the child is spawned, so one at a time costs little.
 public func launch(_ process: Process) throws {
     _ = highDescriptor
-    try process.run()
+    try launching.withLock { try process.run() }
 }
+
+/// Serializes ``launch(_:)``.
+private let launching = NSLock()
 
 /// Descriptor 4095 on `/dev/null` (or nothing, where the limit of open files is lower), made once.
 private let highDescriptor: Int32 = {
