@@ -122,19 +122,7 @@ import Testing
     }
 
     private func shell(_ script: String, environment: [String: String]) throws -> CLIResult {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", script]
-        process.environment = environment
-        let output = Pipe(), errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = FileHandle.nullDevice
-        try launch(process)
-        let out = readAll(output.fileHandleForReading)
-        let err = readAll(errors.fileHandleForReading)
-        process.waitUntilExit()
-        return CLIResult(
-            status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
+        let result = try SpawnedProcess.run("/bin/sh", ["-c", script], environment: environment)
+        return CLIResult(status: result.status, stdout: result.stdout, stderr: result.stderr)
     }
 }

@@ -36,19 +36,12 @@ enum CLIRun {
 
     /// Runs `feedsync arguments` to completion with `stdin` piped in.
     static func run(_ arguments: [String], environment: [String: String], stdin: String = "") throws -> CLIResult {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = environment
-        let input = Pipe(), output = Pipe(), errors = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = errors
-        try launch(process)
-        input.fileHandleForWriting.write(Data(stdin.utf8))
-        try input.fileHandleForWriting.close()
-        let outData = readAll(output.fileHandleForReading)
-        let errData = readAll(errors.fileHandleForReading)
+        let process = try SpawnedProcess(
+            executable: executable, arguments: arguments, environment: environment, input: .pipe)
+        process.write(stdin)
+        process.closeInput()
+        let outData = readAll(process.standardOutput!)
+        let errData = readAll(process.standardError!)
         process.waitUntilExit()
         return CLIResult(
             status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
@@ -59,32 +52,18 @@ enum CLIRun {
 /// A `feedsync` process left running (`events --follow`, `watch`, `app`), with stdout and stderr collected as
 /// they come and stdin kept open.
 final class RunningCLI: Sendable {
-    private let process: Process
-    private let input: Pipe
-    private let output: Pipe
-    private let errors: Pipe
+    private let process: SpawnedProcess
     private let collected = Collected()
     private let errorText = Collected()
     private let condition = NSCondition()
-    private let exited = DispatchSemaphore(value: 0)
     private let readers: [PipeReader]
 
     init(_ arguments: [String], environment: [String: String]) throws {
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: CLIRun.executable)
-        process.arguments = arguments
-        process.environment = environment
-        input = Pipe()
-        output = Pipe()
-        errors = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = errors
-        process.terminationHandler = { [exited] _ in exited.signal() }
-        try launch(process)
+        process = try SpawnedProcess(
+            executable: CLIRun.executable, arguments: arguments, environment: environment, input: .pipe)
         let condition = condition
-        readers = [(output, collected), (errors, errorText)].map { pipe, buffer in
-            PipeReader(pipe.fileHandleForReading) { data in
+        readers = [(process.standardOutput!, collected), (process.standardError!, errorText)].map { handle, buffer in
+            PipeReader(handle) { data in
                 condition.lock()
                 buffer.text += String(decoding: data, as: UTF8.self)
                 condition.broadcast()
@@ -124,7 +103,7 @@ final class RunningCLI: Sendable {
 
     /// Writes a line to the process's stdin.
     func send(_ line: String) {
-        input.fileHandleForWriting.write(Data((line + "\n").utf8))
+        process.write(line + "\n")
     }
 
     /// Sends SIGINT and waits for the exit status (bounded).
@@ -137,15 +116,15 @@ final class RunningCLI: Sendable {
     @discardableResult
     func kill() -> Bool {
         let running = process.isRunning
-        if running { Glibc.kill(process.processIdentifier, SIGKILL) }
+        if running { process.send(SIGKILL) }
         _ = waitForExit(timeout: 30)
-        return running && process.terminationReason == .uncaughtSignal
+        return running && process.wasSignaled
     }
 
     /// Waits for the process to end, at most `timeout` seconds, and for the rest of its output; `nil` when it did
     /// not end (it is then killed).
     func waitForExit(timeout: TimeInterval = 10) -> Int32? {
-        if exited.wait(timeout: .now() + timeout) == .timedOut {
+        if !process.waitUntilExit(timeout: timeout) {
             process.terminate()
             return nil
         }

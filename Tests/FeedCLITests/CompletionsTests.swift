@@ -80,19 +80,9 @@ import Testing
 
     /// Runs `executable arguments` and returns its status, stdout and stderr.
     private static func run(_ executable: String, _ arguments: [String]) throws -> (Int32, String, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = ["PATH": "/usr/bin:/bin", "HOME": FileManager.default.temporaryDirectory.path]
-        let output = Pipe(), errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = FileHandle.nullDevice
-        try launch(process)
-        let out = readAll(output.fileHandleForReading)
-        let err = readAll(errors.fileHandleForReading)
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+        let environment = ["PATH": "/usr/bin:/bin", "HOME": FileManager.default.temporaryDirectory.path]
+        let result = try SpawnedProcess.run(executable, arguments, environment: environment)
+        return (result.status, result.stdout, result.stderr)
     }
 
     /// Writes `shell`'s script to a temporary file and returns its path.

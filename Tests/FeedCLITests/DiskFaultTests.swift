@@ -276,40 +276,21 @@ import Testing
     static func runProcess(
         _ executable: String, _ arguments: [String], environment: [String: String], directory: String? = nil
     ) throws -> CLIResult {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = environment
-        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = FileHandle.nullDevice
-        let exited = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in exited.signal() }
-        // A child inherits the spawning thread's signal mask, and the test harness's threads block most signals,
-        // SIGXFSZ among them: blocked, it could not end a child past its file size limit as it would from a shell.
-        // Spawn with it unblocked (this process never exceeds a limit, so it never receives it).
-        var fileSizeSignal = sigset_t()
-        var previous = sigset_t()
-        sigemptyset(&fileSizeSignal)
-        sigaddset(&fileSizeSignal, SIGXFSZ)
-        pthread_sigmask(SIG_UNBLOCK, &fileSizeSignal, &previous)
-        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
-        try launch(process)
+        // The child starts with no signal blocked (SpawnedProcess), so SIGXFSZ ends it past its file size limit as
+        // it would from a shell.
+        let process = try SpawnedProcess(
+            executable: executable, arguments: arguments, environment: environment, directory: directory)
         let collected = (out: Collected(), err: Collected())
         let readers = DispatchGroup()
-        for (pipe, buffer) in [(output, collected.out), (errors, collected.err)] {
+        for (handle, buffer) in [(process.standardOutput!, collected.out), (process.standardError!, collected.err)] {
             DispatchQueue.global().async(group: readers) {
-                buffer.text = String(decoding: readAll(pipe.fileHandleForReading), as: UTF8.self)
+                buffer.text = String(decoding: readAll(handle), as: UTF8.self)
             }
         }
-        let bound = DispatchTime.now() + .seconds(2 * timeout)
-        if exited.wait(timeout: bound) == .timedOut {
+        if !process.waitUntilExit(timeout: Double(2 * timeout)) {
             Issue.record("\(executable) \(arguments) did not end within \(2 * timeout) s")
-            kill(process.processIdentifier, SIGKILL)
-            exited.wait()
+            process.send(SIGKILL)
+            process.waitUntilExit()
         }
         if readers.wait(timeout: .now() + .seconds(timeout)) == .timedOut {
             Issue.record("\(executable) \(arguments): its output did not end (a child kept the pipe open)")

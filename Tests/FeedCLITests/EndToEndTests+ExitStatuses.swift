@@ -38,11 +38,7 @@ extension EndToEndTests {
 
     @Test func newerSchemaIs74() throws {
         try feedsync("init")
-        let sqlite = Process()
-        sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        sqlite.arguments = [database, "PRAGMA user_version = 99;"]
-        try launch(sqlite)
-        sqlite.waitUntilExit()
+        try #require(try SpawnedProcess.run("/usr/bin/sqlite3", [database, "PRAGMA user_version = 99;"]).status == 0)
         let result = try feedsync("feed")
         #expect(result.status == 74)
         #expect(result.stderr.contains("newer than this feedsync"))
@@ -124,22 +120,16 @@ extension EndToEndTests {
 
     @Test func lockedBeyondTheTimeoutIs75() throws {
         try demoDatabase()
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        holder.arguments = [database]
-        let input = Pipe(), output = Pipe()
-        holder.standardInput = input
-        holder.standardOutput = output
-        try launch(holder)
+        let holder = try SpawnedProcess(
+            executable: "/usr/bin/sqlite3", arguments: [database], input: .pipe, error: .inherit)
         defer {
-            try? input.fileHandleForWriting.close()
+            holder.closeInput()
             holder.waitUntilExit()
         }
-        input.fileHandleForWriting.write(
-            Data("BEGIN IMMEDIATE; INSERT INTO users (id, name, created_at) VALUES ('lock', '', 0); SELECT 'locked';\n".utf8))
+        holder.write("BEGIN IMMEDIATE; INSERT INTO users (id, name, created_at) VALUES ('lock', '', 0); SELECT 'locked';\n")
         var seen = Data()
         while !String(decoding: seen, as: UTF8.self).contains("locked") {
-            let chunk = readSome(output.fileHandleForReading)
+            let chunk = readSome(holder.standardOutput!)
             try #require(!chunk.isEmpty)
             seen += chunk
         }

@@ -142,12 +142,7 @@ extension EndToEndTests {
         try demoDatabase()
         // Break the like-count invariant behind FeedSync's back (triggers dropped first).
         let sql = "UPDATE posts SET like_count = 7 WHERE id = 'post3';"
-        let sqlite = Process()
-        sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        sqlite.arguments = [database, sql]
-        try launch(sqlite)
-        sqlite.waitUntilExit()
-        try #require(sqlite.terminationStatus == 0)
+        try #require(try SpawnedProcess.run("/usr/bin/sqlite3", [database, sql]).status == 0)
         let result = try feedsync("check")
         #expect(result.status == 1)
         #expect(result.stdout.contains("like-count: post \"post3\" has like_count 7 but 0 like rows"))

@@ -97,18 +97,9 @@ import Testing
     @Test func aURLOfAnotherSchemeIs64AndCreatesNothing() throws {
         let work = TemporaryDirectory("feedsync-cwd")
         for url in ["mysql://root:hunter2@db/feed", "http://example.com/feed.sqlite", "sqlite://x.sqlite"] {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: CLIRun.executable)
-            process.arguments = ["init", "--db", url]
-            process.environment = environment()
-            process.currentDirectoryURL = URL(fileURLWithPath: work.path)
-            let errors = Pipe()
-            process.standardError = errors
-            process.standardOutput = Pipe()
-            try launch(process)
-            let stderr = String(decoding: readAll(errors.fileHandleForReading), as: UTF8.self)
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 64, "\(url)")
+            let (status, _, stderr) = try SpawnedProcess.run(
+                CLIRun.executable, ["init", "--db", url], environment: environment(), directory: work.path)
+            #expect(status == 64, "\(url)")
             #expect(stderr.hasPrefix("Error: --db \"") && stderr.contains("is a URL FeedSync cannot open"), "\(stderr)")
             #expect(!stderr.contains("hunter2"))
             #expect(stderr.split(separator: "\n").count == 1)

@@ -9,65 +9,44 @@ import FeedTestThreads
 import Testing
 
 /// A child process whose stdout lines are collected as they arrive.
-final class Child: @unchecked Sendable {
-    // `@unchecked Sendable`: `process` is configured before `run()` and only read afterwards; lines go to a
-    // thread-safe log.
-    let process = Process()
+final class Child: Sendable {
+    let process: SpawnedProcess
     let lines = LockedLog<String>()
-    private let input = Pipe()
-    private let output = Pipe()
-    /// Signalled by the reading thread at end of file, once every line of the output is in `lines`.
-    private let outputEnded = DispatchSemaphore(value: 0)
+    private let reader: PipeReader
 
     /// Starts `executable` with `arguments`; `environment` entries are added to this process's environment.
     init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        }
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = FileHandle.standardError
-        let handle = output.fileHandleForReading
+        process = try SpawnedProcess(
+            executable: executable, arguments: arguments,
+            environment: ProcessInfo.processInfo.environment.merging(environment) { _, new in new },
+            input: .pipe, error: .inherit)
         let lines = self.lines
-        let outputEnded = self.outputEnded
-        Thread {
-            defer { outputEnded.signal() }
-            var pending = Data()
-            while true {
-                let chunk = readSome(handle)
-                if chunk.isEmpty { break }
+        let pending = LockedValue(Data())
+        reader = PipeReader(process.standardOutput!) { chunk in
+            pending.withLock { pending in
                 pending.append(chunk)
                 while let newline = pending.firstIndex(of: 0x0A) {
                     lines.append(String(decoding: pending[pending.startIndex..<newline], as: UTF8.self))
                     pending.removeSubrange(pending.startIndex...newline)
                 }
             }
-        }.start()
-        try launch(process)
+        }
     }
 
     func send(_ line: String) {
-        input.fileHandleForWriting.write(Data((line + "\n").utf8))
+        process.write(line + "\n")
     }
 
     func kill() {
-        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.send(SIGKILL)
         process.waitUntilExit()
     }
 
     /// Waits until the process exited and its whole output was read (so `lines` is complete), at most `seconds`.
     func wait(seconds: Double = 60) -> Bool {
-        let done = DispatchSemaphore(value: 0)
-        Thread {
-            self.process.waitUntilExit()
-            done.signal()
-        }.start()
-        let deadline = DispatchTime.now() + seconds
-        guard done.wait(timeout: deadline) == .success, outputEnded.wait(timeout: deadline) == .success else { return false }
-        outputEnded.signal()  // stays signalled for later calls
-        return true
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        return process.waitUntilExit(timeout: seconds)
+            && reader.waitForEnd(timeout: max(0, deadline.timeIntervalSinceNow))
     }
 }
 

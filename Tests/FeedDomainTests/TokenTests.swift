@@ -202,17 +202,7 @@ import Testing
 /// The SHA-256 of a text as 64 hex digits, from `sha256sum`: a second implementation to check the stored hash with.
 enum SHA256Reference {
     static func hex(_ text: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["sha256sum"]
-        let input = Pipe(), output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try launch(process)
-        input.fileHandleForWriting.write(Data(text.utf8))
-        try input.fileHandleForWriting.close()
-        let data = readAll(output.fileHandleForReading)
-        process.waitUntilExit()
-        return String(String(decoding: data, as: UTF8.self).prefix(64))
+        let output = try SpawnedProcess.run("/usr/bin/env", ["sha256sum"], input: text).stdout
+        return String(output.prefix(64))
     }
 }

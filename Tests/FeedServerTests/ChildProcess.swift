@@ -16,13 +16,11 @@ final class ChildProcess: @unchecked Sendable {
         return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("feedsync").path
     }()
 
-    // `@unchecked Sendable`: `output` and `errors` are touched only with `condition` locked; the rest is set in init.
-    private let process = Process()
+    // `@unchecked Sendable`: `output`, `errors` and `readers` are touched only with `condition` locked (or in init).
+    private let process: SpawnedProcess
     private let condition = NSCondition()
     private var output = ""
     private var errors = ""
-    private let exited = DispatchSemaphore(value: 0)
-    private let pipes = (out: Pipe(), err: Pipe())
     private var readers: [PipeReader] = []
 
     /// Starts `feedsync arguments` with a clean environment whose HOME is `home`.
@@ -30,8 +28,10 @@ final class ChildProcess: @unchecked Sendable {
     /// With `openFilesFirst` above 0, a shell opens `/dev/null` on the descriptors from 3 to that number and then
     /// becomes `feedsync`, which starts with them open, so the sockets it opens number above them, as in a busy
     /// process. The test process itself never holds that many files: every thread of a parallel run would get such
-    /// numbers, and Foundation's `Process.run` reads past a buffer when `/proc/self/fd` lists that many.
+    /// numbers.
     init(_ arguments: [String], home: String, openFilesFirst: Int = 0) throws {
+        var environment = ["PATH": "/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8"]
+        if let profile = ProcessInfo.processInfo.environment["LLVM_PROFILE_FILE"] { environment["LLVM_PROFILE_FILE"] = profile }
         if openFilesFirst > 0 {
             let script = """
                 [ "$(ulimit -n)" -ge \(openFilesFirst + 256) ] || ulimit -n \(openFilesFirst + 256) || exit 125
@@ -39,23 +39,13 @@ final class ChildProcess: @unchecked Sendable {
                 fd=0; while [ "$fd" -lt \(openFilesFirst) ]; do exec {fd}</dev/null || exit 125; done
                 exec "$0" "$@"
                 """
-            process.executableURL = URL(fileURLWithPath: "/bin/bash")
-            process.arguments = ["-c", script, Self.executable] + arguments
+            process = try SpawnedProcess(
+                executable: "/bin/bash", arguments: ["-c", script, Self.executable] + arguments, environment: environment)
         } else {
-            process.executableURL = URL(fileURLWithPath: Self.executable)
-            process.arguments = arguments
+            process = try SpawnedProcess(executable: Self.executable, arguments: arguments, environment: environment)
         }
-        var environment = ["PATH": "/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8"]
-        if let profile = ProcessInfo.processInfo.environment["LLVM_PROFILE_FILE"] { environment["LLVM_PROFILE_FILE"] = profile }
-        process.environment = environment
-        let (out, err) = pipes
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = out
-        process.standardError = err
-        process.terminationHandler = { [exited] _ in exited.signal() }
-        try launch(process)
-        readers = [(out, true), (err, false)].map { pipe, isOutput in
-            PipeReader(pipe.fileHandleForReading) { [condition] data in
+        readers = [(process.standardOutput!, true), (process.standardError!, false)].map { handle, isOutput in
+            PipeReader(handle) { [condition] data in
                 let text = String(decoding: data, as: UTF8.self)
                 condition.lock()
                 if isOutput { self.output += text } else { self.errors += text }
@@ -100,12 +90,12 @@ final class ChildProcess: @unchecked Sendable {
 
     /// Sends `signal`.
     func send(_ signal: Int32) {
-        kill(process.processIdentifier, signal)
+        process.send(signal)
     }
 
     /// Waits for the exit status, at most `timeout` seconds (`nil`: still running; it is killed).
     func waitForExit(timeout: Double = 30) -> Int32? {
-        if exited.wait(timeout: .now() + timeout) == .timedOut {
+        if !process.waitUntilExit(timeout: timeout) {
             process.terminate()
             return nil
         }
