@@ -77,6 +77,25 @@ import Testing
         #expect(try reopened.read { db in try db.fetchInt64("SELECT count(*) FROM t") } == 500)
     }
 
+    /// Releasing the database instead of closing it only asks the thread to end: the thread closes its connection
+    /// after its checkpoint, and whichever connection closes last removes the log.
+    @Test func releasingEndsTheThreadWithoutWaitingAndTheLastConnectionRemovesTheLog() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("db.sqlite")
+        var database: Database? = try open(path, .background(pages: 20, limit: 1_000_000))
+        try insert(database!, count: 500)
+        #expect(eventually { database!.checkpoints.background >= 1 })
+        database = nil
+        #expect(
+            eventually(seconds: 30) {
+                !FileManager.default.fileExists(atPath: path + "-wal")
+                    && !FileManager.default.fileExists(atPath: path + "-shm")
+            }, "the log of a released database stayed")
+        let reopened = try open(path, .inline(pages: 1_000))
+        defer { reopened.close() }
+        #expect(try reopened.read { db in try db.fetchInt64("SELECT count(*) FROM t") } == 500)
+    }
+
     /// A reader holding an old snapshot keeps every checkpoint from finishing, so the log cannot start over: the writer
     /// goes on committing (it never waits for a checkpoint) and the log grows; once the reader ends, the next
     /// checkpoint finishes and the log starts over.
