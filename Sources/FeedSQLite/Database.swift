@@ -179,8 +179,10 @@ public final class Database: Sendable {
     }
 
     deinit {
-        // The checkpoint thread holds no reference to the database; ask it to end with the database, never waiting.
-        checkpointer?.requestStop()
+        // Never waits. The readers close first (read-only, they could not remove the log); the checkpoint thread, which
+        // holds no reference to the database, is asked to end and to close the writer after its own connection.
+        readers.close()
+        if let checkpointer { checkpointer.requestStop(closingAfter: writer) } else { writer?.close() }
     }
 
     /// The file path, or `nil` for an in-memory database.

@@ -25,8 +25,8 @@ internal import Synchronization
 ///   across a checkpoint). The thread waits for its condition and for the file system. ``stop()`` — called by
 ///   ``Database/close()`` before the writer closes, so that the writer is still the last connection and removes the
 ///   `-wal` and `-shm` files — waits for the thread to end, at most one checkpoint; a released database only asks
-///   it to end (``requestStop()``). The thread runs no callback and
-///   takes no lock of the library's, so nothing it does can wait for a thread that waits for it.
+///   it to end and to close the writer after its own connection (``requestStop(closingAfter:)``). The thread runs
+///   no callback and takes no lock of the library's, so nothing it does can wait for a thread that waits for it.
 /// - **Failure.** If the thread cannot open its connection, the hook checkpoints on the writer at `pages`, which is
 ///   SQLite's own behaviour. Checkpoints change nothing that was committed: a crash during one is recovered by SQLite
 ///   from the log.
@@ -44,6 +44,8 @@ final class Checkpointer: @unchecked Sendable {
     private var started = false
     /// The thread has closed its connection and returns.
     private var ended = false
+    /// The writer of a released database, which the thread closes after its own connection (``requestStop(closingAfter:)``).
+    private var closeLast: SerializedConnection?
     /// The thread could not open its connection: the writer checkpoints at `pages`.
     private var failed = false
     private var counts = CheckpointStatistics()
@@ -85,13 +87,18 @@ final class Checkpointer: @unchecked Sendable {
     }
 
     /// Asks the thread to end and returns at once (a released database's `deinit`). The thread ends after the
-    /// checkpoint it may be running and closes its connection; whichever connection closes last removes the `-wal`
-    /// and `-shm` files.
-    func requestStop() {
-        condition.withLock {
+    /// checkpoint it may be running and closes its connection, then `writer`: the writer closes last and removes
+    /// the `-wal` and `-shm` files (two connections closing at the same moment would each see the other and leave
+    /// them). Without a running thread, `writer` is closed here.
+    func requestStop(closingAfter writer: SerializedConnection?) {
+        let closeHere = condition.withLock { () -> Bool in
             stopping = true
             condition.broadcast()
+            guard started && !ended else { return true }
+            closeLast = writer
+            return false
         }
+        if closeHere { writer?.close() }
     }
 
     // MARK: - The writer's side
@@ -148,10 +155,13 @@ final class Checkpointer: @unchecked Sendable {
         let connection = try? Connection(location: location, access: .readWriteExisting, configuration: configuration)
         defer {
             connection?.close()
-            condition.withLock {
+            let writer = condition.withLock { () -> SerializedConnection? in
                 ended = true
                 condition.broadcast()
+                defer { closeLast = nil }
+                return closeLast
             }
+            writer?.close()
         }
         while true {
             let proceed = condition.withLock { () -> Bool in
