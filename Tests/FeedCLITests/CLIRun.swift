@@ -36,16 +36,8 @@ enum CLIRun {
 
     /// Runs `feedsync arguments` to completion with `stdin` piped in.
     static func run(_ arguments: [String], environment: [String: String], stdin: String = "") throws -> CLIResult {
-        let process = try SpawnedProcess(
-            executable: executable, arguments: arguments, environment: environment, input: .pipe)
-        process.write(stdin)
-        process.closeInput()
-        let outData = readAll(process.standardOutput!)
-        let errData = readAll(process.standardError!)
-        process.waitUntilExit()
-        return CLIResult(
-            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-            stderr: String(decoding: errData, as: UTF8.self))
+        let result = try SpawnedProcess.run(executable, arguments, environment: environment, input: stdin)
+        return CLIResult(status: result.status, stdout: result.stdout, stderr: result.stderr)
     }
 }
 

@@ -45,7 +45,7 @@ internal import Synchronization
 ///
 /// **Posts take turns.** Where two batches run at once, each holds its posts' rows through its commit, so a batch on
 /// a post the other holds would only wait in the database: a unit on such a post waits in the queue instead, for a
-/// leader that hands its slot on (decision 0005: hot post 797 → 5,855 ops/s). Other posts still use the second slot.
+/// leader that hands its slot on (decision 0014: hot post 797 → 5,855 ops/s). Other posts still use the second slot.
 ///
 /// A leader runs no callback and waits only for the writer connection and the database's locks, so any thread —
 /// even one of the library's executors, running a callback — may wait for it without closing a cycle (see
@@ -163,8 +163,8 @@ final class GroupCommit: Sendable {
         }
         let (leads, spins) = queueState.withLock { queue -> (Bool, Bool) in
             if queue.leaders < slots && !(separatesPosts && queue.conflicts(unit)) {
-                // A free slot: nobody queues but while every slot is taken or behind a running batch's post, so
-                // this caller leads.
+                // A free slot, and no running batch holds this unit's posts: units queue only otherwise, so none
+                // waits ahead of this caller, which leads.
                 queue.leaders += 1
                 if separatesPosts { queue.hold(unit) }
                 return (true, false)
