@@ -131,11 +131,14 @@ import Testing
             let states = Recorder(feed.state)
             #expect(states.values.count == 1)
             feed.send(.refresh)
-            #expect(states.values.last?.posts.count == 3)
-            #expect(feed.state.value == states.values.last)
+            // `value` is right when `send` returns; subscribers get the states moments later, in order.
+            #expect(feed.state.value.posts.count == 3)
+            #expect(states.wait { $0.last == feed.state.value })
+            #expect(states.values.map(\.isLoading) == [false, true, false])
             let result = try service.like(userID: "user1", postID: "post1")
             #expect(service.waitForDelivery(through: try #require(result.seq)))
-            #expect(states.values.last?.likedPostIDs == ["post1"])
+            #expect(feed.state.value.likedPostIDs == ["post1"])
+            #expect(states.wait { $0.last?.likedPostIDs == ["post1"] })
         }
     }
 

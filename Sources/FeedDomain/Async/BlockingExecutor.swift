@@ -8,8 +8,8 @@ internal import Foundation
 /// no idle thread, up to ``maximumThreads``; further jobs wait in a FIFO queue. A thread that found no job for
 /// ``idleTimeout`` exits, so an idle process keeps no threads; the next job starts one again.
 ///
-/// A job runs on a pool thread that is none of the library's executors (`Docs/Architecture.md`): the thread runs
-/// nothing but jobs, and may wait as an application's own thread may. A job must not wait for another job of the
+/// A job runs on a pool thread that runs nothing but jobs, and may wait as an application's own thread may
+/// (`Docs/Architecture.md`). A job must not wait for another job of the
 /// same pool (with every thread busy, that job would never start); the library's commands and queries never do.
 ///
 /// ```swift

@@ -77,9 +77,8 @@ public final class EventBridge: Sendable {
     /// Waits until every subscriber's callback has returned for every event up to `seq` — for a test, a command-line
     /// tool or a demo that shows what a command it ran did to every view.
     ///
-    /// - Returns: whether they had within `timeout`. Called from one of the library's callbacks (a sink, a
-    ///   projection's state subscriber or effect, a durable subscriber's handler) it does not wait: it returns whether
-    ///   they had already, since the callback may be what delivery is waiting for.
+    /// - Returns: whether they had within `timeout`. Called inside a delivery (a sink of this bridge, or what it
+    ///   runs) it answers at once whether they had already: waiting there would wait for itself.
     @discardableResult
     public func waitForDelivery(through seq: Int64, timeout: Duration = .seconds(10)) -> Bool {
         sequencer.waitForDelivery(through: seq, timeout: timeout)

@@ -25,9 +25,9 @@ internal import Foundation
 /// A failed `COMMIT` hands over nothing, so a seq that was never committed is never marked as delivered, and the
 /// next event that takes it — from this process or another — is delivered.
 ///
-/// Delivery runs on the bridge's own serial executor, `FeedSync.Delivery` (a ``FeedExecutor``): submitting a range
-/// schedules it and returns; nobody who submits waits for it. ``waitForDelivery(through:timeout:)`` is how a caller
-/// off the executors waits for its events to have reached every subscriber.
+/// Delivery runs on the bridge's own serial executor, `FeedSync.Delivery`: submitting a range schedules it and
+/// returns; nobody who submits waits for it. ``waitForDelivery(through:timeout:)`` is how anyone else waits for
+/// events to have reached every subscriber.
 ///
 /// Two measured shortcuts keep the hand-off off a command's cost. With nobody listening (no subscriber, no logger)
 /// and nothing in flight, a submitted range is delivered as it is handed over, on the committing thread. And a drain
@@ -81,7 +81,9 @@ final class EventSequencer: @unchecked Sendable {
     private var isScheduled = false
     /// Whether the last range handed over was committed by this process: only then does a drain linger.
     private var lingers = false
-    private let queue = FeedExecutor.makeQueue(label: "FeedSync.Delivery")
+    private let queue = DispatchQueue(label: "FeedSync.Delivery")
+    /// Marks `queue` (GCD's queue-specific data), to recognise a wait for delivery from inside a delivery.
+    private let ownQueue = DispatchSpecificKey<Bool>()
     private let deliver: @Sendable (Batch) -> Void
     /// Whether anyone would see a delivery now (a subscriber or a logger).
     private let isListened: @Sendable () -> Bool
@@ -98,6 +100,7 @@ final class EventSequencer: @unchecked Sendable {
         self.limit = max(1, limit)
         self.isListened = isListened
         self.deliver = deliver
+        queue.setSpecific(key: ownQueue, value: true)
     }
 
     /// Lets delivery read from `source`'s log the ranges it keeps without their events (replacing another service's).
@@ -199,10 +202,10 @@ final class EventSequencer: @unchecked Sendable {
 
     /// Waits until every subscriber's callback has returned for every event up to `seq`, at most `timeout`.
     ///
-    /// - Returns: whether they had; `false` at once on one of the library's executors (inside a callback), where
-    ///   waiting for delivery could wait for itself.
+    /// - Returns: whether they had. Inside a delivery (a bridge subscriber's callback, or what it runs) the answer
+    ///   comes at once: waiting there would wait for itself.
     func waitForDelivery(through seq: Int64, timeout: Duration) -> Bool {
-        guard !FeedExecutor.isCurrent else { return lastDeliveredSeq >= seq }
+        guard DispatchQueue.getSpecific(key: ownQueue) != true else { return lastDeliveredSeq >= seq }
         let (seconds, attoseconds) = max(timeout, .zero).components
         let deadline = Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) / 1e18)
         condition.lock()

@@ -47,9 +47,8 @@ internal import Synchronization
 /// a post the other holds would only wait in the database: a unit on such a post waits in the queue instead, for a
 /// leader that hands its slot on (decision 0014: hot post 797 → 5,855 ops/s). Other posts still use the second slot.
 ///
-/// A leader runs no callback and waits only for the writer connection and the database's locks, so any thread —
-/// even one of the library's executors, running a callback — may wait for it without closing a cycle (see
-/// `Docs/Architecture.md`).
+/// A leader runs no callback and waits only for the writer connection and the database's locks, so any thread — a
+/// callback's included — may wait for it without closing a cycle (see `Docs/Architecture.md`).
 final class GroupCommit: Sendable {
     /// The most units one transaction takes: bounds the leader's latency and its memory.
     static let maximumBatch = 256
@@ -303,14 +302,15 @@ final class GroupCommit: Sendable {
         _ = Self.poll(until: .now + Self.gatheringWindow) { queueState.withLock { $0.pending.count >= wanted } }
     }
 
-    /// The error for a command run from inside a write transaction on the same thread.
+    /// The error for a command or a durable subscriber's `catchUp()` run from inside a write transaction on the same
+    /// thread.
     static func nestedWriteError(_ backend: any FeedBackend) -> FeedError {
         .storage(
             .database(
                 DatabaseFailure(
                     backend: backend.backendName, code: "misuse",
-                    message: "a command was run from inside a write transaction on the same thread (for example a "
-                        + "transactional handler); write through the transaction you were given")))
+                    message: "a command or catchUp() was run from inside a write transaction on the same thread (for "
+                        + "example a transactional handler); write through the transaction you were given")))
     }
 
     /// Runs `batch` in one transaction: one ``FeedBackend/commitLikes(_:join:afterCommit:)`` call for the batch, the

@@ -84,7 +84,7 @@ public final class PostDetailProjection: Sendable {
             run: { effect in Self.run(effect, client: client) })
         self.loop = loop
         subscription = client.bridge.changes.sink { [weak loop] event in
-            loop?.apply(.eventReceived(event))
+            loop?.send(.eventReceived(event))
         }
     }
 

@@ -13,12 +13,14 @@ public struct StatePublisher<Element: Sendable>: Publisher, Sendable {
     private let current: @Sendable () -> Element
     private let upstream: AnyPublisher<Element, Never>
 
-    init(_ subject: CurrentValuePublisher<Element, Never>) {
-        current = { subject.value }
+    /// - Parameter current: the newest state, which a subscriber gets moments later.
+    init(_ subject: CurrentValuePublisher<Element, Never>, current: @escaping @Sendable () -> Element) {
+        self.current = current
         upstream = subject.sealed()
     }
 
-    /// The current value.
+    /// The current value: every action whose `send` returned is applied. Subscribers get it moments later, on the
+    /// projection's own executor.
     public var value: Element { current() }
 
     /// Subscribes: the subscriber gets the current value on its first demand, then every change.

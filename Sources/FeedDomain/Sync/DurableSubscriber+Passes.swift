@@ -19,7 +19,7 @@ extension DurableSubscriber.Engine {
         guard shouldSchedule else { return }
         queue.async { [self] in
             do {
-                _ = try pass(scheduled: true)
+                _ = try takingTurn { try pass(scheduled: true) }
                 live.withLock { $0.retryDelay = .zero }
             } catch {
                 // After close() the backend refuses everything: say so, not what it refused with.
@@ -52,8 +52,15 @@ extension DurableSubscriber.Engine {
         }
     }
 
-    /// One pass: rebuild if needed, then apply batches until the log is exhausted or the subscriber stops. Runs on
-    /// `queue`.
+    /// Runs `body` holding the subscriber's turn: one pass at a time, whichever thread runs it.
+    func takingTurn<T>(_ body: () throws -> T) throws -> T {
+        turn.lock()
+        defer { turn.unlock() }
+        return try body()
+    }
+
+    /// One pass: rebuild if needed, then apply batches until the log is exhausted or the subscriber stops. Runs
+    /// holding `turn`.
     func pass(scheduled: Bool) throws -> Int {
         let epoch = live.withLock { state -> UInt64? in
             if scheduled {

@@ -124,13 +124,14 @@ public final class DurableSubscriber: Sendable {
         engine(EngineKey()).stop()
     }
 
-    /// Applies every committed event after the cursor, in batches, on the calling thread.
+    /// Applies every committed event after the cursor, in batches, on the calling thread, and returns when done —
+    /// from any thread, a bridge sink or a projection's subscriber included. Passes take turns with the
+    /// subscriber's scheduled ones.
     ///
-    /// Where waiting could deadlock, it does not wait: called from inside this subscriber's own pass (its handler,
-    /// its rebuild or a ``signals`` sink) it returns 0 at once, as the pass in progress goes on to the end of the
-    /// log; called from inside another subscriber's pass (which may hold the writer) or a library callback that
-    /// must not block (a bridge sink, a projection's effect), it schedules a pass on the subscriber's queue and
-    /// returns 0. Do not call it inside your own write transaction: the pass needs the writer.
+    /// Called from inside this subscriber's own pass (its handler, its rebuild or a ``signals`` sink) it returns 0
+    /// at once, as the pass in progress goes on to the end of the log. Called inside a write transaction on the same
+    /// thread (another subscriber's transactional handler) it throws at once: the pass needs the writer that thread
+    /// holds.
     ///
     /// - Returns: how many events were applied.
     @discardableResult
@@ -150,7 +151,10 @@ public final class DurableSubscriber: Sendable {
         let delivery: Delivery
         let rebuild: (@Sendable (SubscriberTransaction) throws -> Void)?
         let batchSize: Int
+        /// Where scheduled passes run (live changes, retries).
         let queue: DispatchQueue
+        /// Held by the thread running a pass: `queue` for a scheduled one, the caller for ``catchUp()``.
+        let turn = NSLock()
         /// Where signals go out.
         let signals: SealedSubject<Signal>
         let live = Locked<LiveState>(LiveState())
@@ -189,7 +193,7 @@ public final class DurableSubscriber: Sendable {
             self.delivery = delivery
             self.rebuild = rebuild
             self.signals = signals
-            self.queue = FeedExecutor.makeQueue(label: "FeedSync.DurableSubscriber")
+            self.queue = DispatchQueue(label: "FeedSync.DurableSubscriber")
         }
 
         func cursor() throws(FeedError) -> Int64 {
@@ -258,15 +262,12 @@ public final class DurableSubscriber: Sendable {
             // The pass in progress on this thread goes on to the end of the log (unless stopped).
             if insideOwnPass { return 0 }
             try service.checkOpen()
+            // Inside a write on this thread (another subscriber's transactional handler), the pass would wait for the
+            // writer this thread holds: fail at once, as a command does there.
+            if service.backend.isWritingOnCurrentThread { throw GroupCommit.nestedWriteError(service.backend) }
             try holdNameIfExclusive()
-            if FeedExecutor.isCurrent || service.backend.isWritingOnCurrentThread {
-                // Inside a callback (code on an executor never waits for another), or inside a write transaction (a
-                // pass needs the writer): schedule the pass instead of waiting for it.
-                schedulePass(liveOnly: false)
-                return 0
-            }
             do {
-                return try queue.sync { try pass(scheduled: false) }
+                return try takingTurn { try pass(scheduled: false) }
             } catch {
                 let feedError = FeedError.wrap(error, value: name)
                 signals.send(.failed(feedError))

@@ -9,8 +9,11 @@ public import FeedCore
 /// stays where it was, and the subscriber retries the batch (PostgreSQL aborts a transaction on any failed statement;
 /// on SQLite the pass is failed the same way). What you may touch: your own tables, written and read as you like;
 /// FeedSync's tables (`users`, `posts`, `likes`, `events`), read only — a rebuild typically reads `likes`. What you may
-/// not do: run FeedSync commands from the handler (they would wait for the transaction the handler is in; they fail
-/// with a misuse error instead), or keep the handle after the closure returned (using it then traps).
+/// not do: run FeedSync commands or a subscriber's `catchUp()` from the handler (they would wait for the transaction
+/// the handler is in; they fail with a misuse error instead), wait for anything else — a projection's `send`, whose
+/// turn may be waiting for this very writer, or `waitForDelivery` — or keep the handle after the closure returned
+/// (using it then traps). Work that must follow the event outside the database belongs in an `.atLeastOnce`
+/// subscriber.
 ///
 /// ```swift
 /// let mirror = DurableSubscriber(name: "mirror", service: service, delivery: .transactional { event, db in
