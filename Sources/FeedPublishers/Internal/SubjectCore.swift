@@ -35,6 +35,9 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
 
     @usableFromInline let state: Mutex<State>
     @usableFromInline let replaysValue: Bool
+    /// How many subscriptions are attached: `state.conduits.count`, written under the lock whenever the list changes,
+    /// so that ``hasSubscribers`` is one atomic load (the bridge asks it after every commit).
+    private let subscriberCount = Atomic<Int>(0)
 
     init(value: Output?) {
         replaysValue = value != nil
@@ -61,7 +64,7 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
 
     /// Whether any subscription is attached (a send now would reach someone).
     var hasSubscribers: Bool {
-        state.withLock(annotating: self) { !$0.conduits.isEmpty }
+        subscriberCount.load(ordering: .acquiring) > 0
     }
 
     // MARK: - Sending
@@ -139,6 +142,7 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
             state.completion = completion
             let conduits = state.conduits
             state.conduits = []
+            subscriberCount.store(0, ordering: .releasing)
             return conduits
         }
         guard let conduits else { return }
@@ -156,6 +160,7 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
             // Sends up to this version were snapshotted without this subscriber.
             conduit.join(after: state.version)
             state.conduits.append(conduit)
+            subscriberCount.store(state.conduits.count, ordering: .releasing)
             return nil
         }
         if let completion {
@@ -171,6 +176,7 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
         state.withLock(annotating: self) { state in
             if let index = state.conduits.firstIndex(where: { $0 === conduit }) {
                 state.conduits.remove(at: index)
+                subscriberCount.store(state.conduits.count, ordering: .releasing)
             }
         }
     }
