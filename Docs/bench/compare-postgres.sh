@@ -12,6 +12,7 @@
 #   w1 C    pgbench toggle.sql -c C (spread: users 1..1000, posts 1..10000)  |  feedsync-bench w1 --clients C
 #   hot C   pgbench toggle.sql -c C -D posts=1 (one post)                      |  feedsync-bench w1 --clients C --hot-post
 #   w2      pgbench page.sql -c 1 (100,000 posts, 1,000,000 likes)             |  feedsync-bench w2
+#           then pgbench feed-page.sql (FeedSync's own statement) on the database that W2 ran on
 #   w2long  the same pgbench run                                              |  feedsync-bench w2 --queries 20000
 #           (W2's 2,000 pages take ~0.35 s on a new connection right after the seed, cold caches included;
 #           pgbench's page runs PGBENCH_SECONDS. 20,000 pages run about as long as pgbench: the steady rates.)
@@ -122,6 +123,20 @@ ours() {
     record "$line"
 }
 
+# ours_then_pgbench ARGS...: one feedsync-bench run whose database is kept, then pgbench running FeedSync's own page
+# statement (feed-page.sql) on it: the same server, data and statement, without the client library. The database is
+# dropped afterwards.
+ours_then_pgbench() {
+    echo "  feedsync-bench $* --keep, then pgbench feed-page.sql on its database" >&2
+    local line kept
+    line=$("$ours" "$@" --db "$db_url" --keep 2> "$tmp/ours.err") || status=1
+    record "$line"
+    kept=$(sed -n 's/^.*kept database \(feedsync_bench_[0-9a-f]*\) .*$/\1/p' "$tmp/ours.err")
+    if [ -z "$kept" ]; then echo "    (no kept database)" >&2; status=1; return; fi
+    pgb pg-page-ours 1 feed-page.sql "$kept" -D users=$w2_users -D posts=$w2_posts
+    q "$db_url" -c "DROP DATABASE $kept" || status=1
+}
+
 # Resets pgb_w1 to 10,000 posts and no likes or events (like and event tables left un-analyzed, as seed.sql says).
 reset_w1() {
     q "$server/pgb_w1" -c "TRUNCATE posts, likes, events RESTART IDENTITY" &&
@@ -177,7 +192,7 @@ for ((r = 1; r <= rounds; r++)); do
             ours w1 --clients "$hot_clients" --hot-post $W1_ARGS ;;
         w2)
             pgb pg-page 1 page.sql pgb_w2 -D users=$w2_users -D posts=$w2_posts
-            ours w2 $W2_ARGS ;;
+            ours_then_pgbench w2 $W2_ARGS ;;
         w2long)
             pgb pg-page 1 page.sql pgb_w2 -D users=$w2_users -D posts=$w2_posts
             ours w2 $W2_ARGS --queries "$w2_long_queries" ;;
@@ -242,6 +257,13 @@ if any(r["workload"] == "w2" for r in rows):
         row(f"W2 page, 1 client, {queries:,} pages (queries/s vs tps)", med(ours, "queries_per_s"), page, 0.8)
         row(f"W2 p50 µs, {queries:,} pages (ours) vs pgbench average latency µs", med(ours, "p50_us"),
             (lambda x: x * 1000 if x else None)(med(pick("pg-page", "pgbench", clients=1), "latency_avg_ms")))
+    own = med(pick("pg-page-ours", "pgbench", clients=1), "tps")
+    if own is not None:
+        # The reason measured: pgbench sending FeedSync's own statement on FeedSync's W2 database.
+        row("W2 page, pgbench running FeedSync's statement (tps vs page.sql tps)", own, page)
+        for queries in sorted({r["queries"] for r in every}):
+            ours = [r for r in every if r["queries"] == queries]
+            row(f"W2 page, {queries:,} pages (queries/s vs pgbench on our statement)", med(ours, "queries_per_s"), own)
     out.append(f"| W2 seed s (ours, bulk load) | {fmt(med(every, 'seed_s'))} | | | | |")
     sums = sorted({r.get("checksum") for r in every})
     out.append(f"| W2 checksums (ours, all runs) | {'/'.join(sums)} | | | | |")
