@@ -27,7 +27,8 @@ extension ConcurrencyStressTests {
                 problems.append("\(feed.label): applied events through seq \(state.lastAppliedSeq), the log ends at \(last)")
             }
             // Every event concerns a feed list, so its states must step through every seq of the log, in order.
-            if let problem = trailProblem(feed.label, applied: feed.applied.values, expected: log.map(\.seq)) {
+            let trail = feed.applied.values(through: state.lastAppliedSeq)
+            if let problem = trailProblem(feed.label, applied: trail, expected: log.map(\.seq)) {
                 problems.append(problem)
             }
             let liked = try service.likedPostIDs(userID: feed.viewerID)
@@ -52,7 +53,7 @@ extension ConcurrencyStressTests {
             let stored = try service.post(id: detail.postID, viewerID: detail.viewerID)
             if state.post == nil { problems.append("\(detail.label): not loaded") }
             // A detail screen applies its post's events in order; it may skip one older than its own command's answer.
-            let applied = detail.applied.values
+            let applied = detail.applied.values(through: state.lastAppliedSeq)
             let postSeqs = Set(log.lazy.filter { $0.postID == detail.postID }.map(\.seq))
             if let i = applied.indices.dropFirst().first(where: { applied[$0] <= applied[$0 - 1] }) {
                 problems.append("\(detail.label): applied seq \(applied[i]) after \(applied[i - 1])")

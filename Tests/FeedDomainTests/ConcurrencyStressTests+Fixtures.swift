@@ -87,20 +87,31 @@ extension ConcurrencyStressTests {
 
     /// The successive `lastAppliedSeq` values of a projection's published states: which events it applied, in order.
     ///
-    /// `@unchecked Sendable`: `seqs` is only touched while `lock` is held.
+    /// `@unchecked Sendable`: `seqs` is only touched while `condition` is locked.
     final class AppliedTrail: @unchecked Sendable {
-        private let lock = NSLock()
+        private let condition = NSCondition()
         private var seqs: [Int64] = []
 
         func note(_ seq: Int64) {
-            lock.lock()
+            condition.lock()
             if seq != (seqs.last ?? 0) { seqs.append(seq) }
-            lock.unlock()
+            condition.broadcast()
+            condition.unlock()
         }
 
         var values: [Int64] {
-            lock.lock()
-            defer { lock.unlock() }
+            condition.lock()
+            defer { condition.unlock() }
+            return seqs
+        }
+
+        /// The trail once the view got the state that applied `seq` (states reach subscribers moments after they are
+        /// reduced, on the projection's executor), or as it is after `seconds`.
+        func values(through seq: Int64, seconds: Double = 30) -> [Int64] {
+            let deadline = Date(timeIntervalSinceNow: seconds)
+            condition.lock()
+            defer { condition.unlock() }
+            while (seqs.last ?? 0) < seq, condition.wait(until: deadline) {}
             return seqs
         }
     }
