@@ -192,6 +192,10 @@ public final class Connection {
             // PRAGMA takes no parameters; the value is an integer from the configuration, not text input.
             try execute("PRAGMA cache_size = " + String(-abs(kib)))
         }
+        if let mib = configuration.memoryMapSizeMiB, mib > 0 {
+            // As above: an integer from the configuration, not text input.
+            try execute("PRAGMA mmap_size = " + String(mib * 1_048_576))
+        }
     }
 
     /// Makes a writer of a connection opened by ``init(location:access:configuration:)``: switches a file to WAL

@@ -131,6 +131,20 @@ import Testing
         #expect(try other.read { db in try db.fetchInt64("PRAGMA cache_size") } == -2_000)
     }
 
+    @Test func connectionsReadThroughTheConfiguredMemoryMap() throws {
+        let dir = TemporaryDirectory()
+        let database = try Database(path: dir.file("db.sqlite"))
+        // The default: 256 MiB on the writer and on every reader (SQLite's own default is none).
+        #expect(Configuration().memoryMapSizeMiB == 256)
+        #expect(try database.write { db in try db.fetchInt64("PRAGMA mmap_size") } == 256 * 1_048_576)
+        #expect(try database.read { db in try db.fetchInt64("PRAGMA mmap_size") } == 256 * 1_048_576)
+        var sqliteDefault = Configuration()
+        sqliteDefault.memoryMapSizeMiB = nil
+        let other = try Database(path: dir.file("db.sqlite"), configuration: sqliteDefault)
+        #expect(try other.read { db in try db.fetchInt64("PRAGMA mmap_size") } == 0)
+        #expect(try other.write { db in try db.fetchInt64("PRAGMA mmap_size") } == 0)
+    }
+
     @Test func readsRunOnReadOnlyConnections() throws {
         let dir = TemporaryDirectory()
         let database = try Database(path: dir.file("db.sqlite"))
