@@ -116,7 +116,9 @@ import Testing
         let start = ContinuousClock.now
         sut.close()
         sut.close()
-        #expect(ContinuousClock.now - start < .seconds(2))
+        // A close that waited for the open connections would never return (the blackholed one never ends); what it
+        // does wait for is its two threads to wake and end, which took 2.5 s once in the full parallel run on 2 cores.
+        #expect(ContinuousClock.now - start < .seconds(10))
         #expect(sut.openPairs == 0)
         // Every client sees an orderly end of stream.
         for client in clients + [lost] {
