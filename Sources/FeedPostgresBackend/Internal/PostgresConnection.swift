@@ -219,7 +219,11 @@ final class PostgresConnection {
 
     /// Waits for the answer to what was just sent (`sent` is the `PQsend…` call's return value) and returns its
     /// result as `PQexec` would: the first error if any statement failed, else the last result; a `COPY` result at
-    /// once. `nil` when the connection failed (``check(_:sql:parameters:expectCopy:binary:)`` reports it).
+    /// once. `nil` when the connection failed (``check(_:sql:parameters:expectCopy:binary:)`` reports it) — also
+    /// after a result arrived: a statement outside a transaction block commits after its rows and its completion
+    /// are sent (the extended protocol commits at `Sync`), so until the server says it is ready for the next query,
+    /// rows are no proof of a commit. A connection lost in between leaves the outcome unknown, and the caller treats
+    /// it as any lost connection (a like batch is sent again on its lane and answers with what committed).
     ///
     /// Every wait for input is bounded by ``responseTimeout``, counted from the send: when it passes, the connection
     /// is closed and the call fails with ``PostgresFailure/noAnswer``.
@@ -228,7 +232,10 @@ final class PostgresConnection {
         let deadline = responseTimeout.map { ContinuousClock.now + $0 }
         var kept: OpaquePointer?
         while true {
-            guard try waitUntilReadable(handle, deadline: deadline, sql: sql) else { break }
+            guard try waitUntilReadable(handle, deadline: deadline, sql: sql) else {
+                if let kept { PQclear(kept) }
+                return nil
+            }
             guard let result = PQgetResult(handle) else { break }
             let status = PQresultStatus(result)
             if status == PGRES_COPY_IN || status == PGRES_COPY_OUT || status == PGRES_COPY_BOTH {
