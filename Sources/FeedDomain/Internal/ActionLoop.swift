@@ -12,8 +12,8 @@ internal import Foundation
 /// State subscribers never run on a sender's thread: each new state is handed to the projection's own serial
 /// executor, `FeedSync.Projection`, which publishes the states in the order they were reduced. A turn therefore
 /// waits only for the database, never for subscriber code, and a subscriber may call `send` on this or any other
-/// projection. A subscriber that falls more than ``publishLimit`` states behind skips the oldest ones: it always
-/// gets the newest state, and memory stays bounded.
+/// projection. When more than ``publishLimit`` states wait for a slow subscriber, the oldest waiting are skipped: it
+/// always gets the newest state, and memory stays bounded.
 ///
 /// An effect that sends to its own projection (it runs inside the turn) does not wait for itself: its action runs
 /// right after the current one, before the turn is given up.
@@ -115,16 +115,17 @@ final class ActionLoop<State: Sendable, Action: Sendable, Effect: Sendable>: @un
         }
     }
 
-    /// Publishes the reduced states in order until none is left. Runs on `publisher`.
+    /// Publishes the reduced states in order until none is left, taking all that wait at once. Runs on `publisher`.
     private func publishPending() {
-        while let next = shared.withLock({ shared -> State? in
-            guard !shared.unpublished.isEmpty else {
-                shared.isPublishing = false
-                return nil
+        while true {
+            let waiting = shared.withLock { shared -> [State] in
+                let waiting = shared.unpublished
+                shared.unpublished = []
+                if waiting.isEmpty { shared.isPublishing = false }
+                return waiting
             }
-            return shared.unpublished.removeFirst()
-        }) {
-            publish(Snapshot(state: next))
+            guard !waiting.isEmpty else { return }
+            for state in waiting { publish(Snapshot(state: state)) }
         }
     }
 }

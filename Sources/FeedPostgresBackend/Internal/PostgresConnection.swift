@@ -221,8 +221,8 @@ final class PostgresConnection {
     /// result as `PQexec` would: the first error if any statement failed, else the last result; a `COPY` result at
     /// once. `nil` when the connection failed (``check(_:sql:parameters:expectCopy:binary:)`` reports it) — also
     /// after a result arrived: a statement outside a transaction block commits after its rows and its completion
-    /// are sent (the extended protocol commits at `Sync`), so until the server says it is ready for the next query,
-    /// rows are no proof of a commit. A connection lost in between leaves the outcome unknown, and the caller treats
+    /// (the extended protocol commits at `Sync`), and a commit can still fail, so until the server says it is ready
+    /// for the next query, rows are no proof of a commit. A connection lost in between leaves the outcome unknown, and the caller treats
     /// it as any lost connection (a like batch is sent again on its lane and answers with what committed).
     ///
     /// Every wait for input is bounded by ``responseTimeout``, counted from the send: when it passes, the connection
