@@ -94,6 +94,7 @@ import Testing
                     answers.append("\(error)")
                 }
             })
+        let signals = Recorder(subscriber.signals)
         try subscriber.start()
         defer { subscriber.stop() }
         let result = try service.like(userID: "user1", postID: "post1")
@@ -102,6 +103,9 @@ import Testing
         #expect(answers.values.count == 1)
         #expect(answers.values.allSatisfy { $0.contains("from inside a write transaction") }, "\(answers.values)")
         #expect(try other.cursor() == 0)
-        #expect(try subscriber.cursor() == result.seq)
+        // The handler's answer is recorded inside the pass's transaction: the cursor moves when that commits.
+        let seq = try #require(result.seq)
+        #expect(signals.wait { $0.contains { if case .caughtUp(let through) = $0 { through >= seq } else { false } } })
+        #expect(try subscriber.cursor() == seq)
     }
 }
