@@ -97,6 +97,7 @@ import Testing
         let perSlot = [Self.kills / 2 + Self.kills % 2, Self.kills / 2]
         let lines = LockedLog<(slot: Int, line: String)>()
         let incarnations = LockedLog<Int>()
+        let ownSessions = try Self.sessions(service, on: backend)
         let errors = LockedLog<String>()
         let watchdog = Watchdog(stallTimeout: .seconds(15), limit: .seconds(120))
         for (s, slot) in slots.enumerated() {
@@ -137,6 +138,10 @@ import Testing
         }
         #expect(errors.values == [])
         #expect(incarnations.values.count == Self.kills)
+        // A killed client's server session still runs the statement it was sent, and may commit it, until it finds
+        // the client gone; the log and the tables are read once every such session has ended.
+        let lingering = Self.sessionsEnded(service, on: backend, except: ownSessions)
+        #expect(lingering.ended, "the killed clients' \(lingering.lingering) server sessions ended within 30 s")
 
         let log = try service.events(after: 0)
         let acks = lines.values.compactMap { Ack($0.line, slot: $0.slot) }
@@ -161,7 +166,8 @@ import Testing
         try expectReplayMatchesLikes(service, log)
         print(
             "PostgresFaultTests[\(backend)]: \(Self.kills) SIGKILLs in \(Watchdog.format(ContinuousClock.now - started)); "
-                + "\(acks.filter { $0.seq > 0 || $0.kind == "post" }.count) acknowledged changes, \(log.count) events")
+                + "\(acks.filter { $0.seq > 0 || $0.kind == "post" }.count) acknowledged changes, \(log.count) events; "
+                + "\(lingering.lingering) killed clients' server sessions had not ended yet")
     }
 
     // MARK: - Helpers
@@ -224,6 +230,31 @@ import Testing
             }
         }
         return problems
+    }
+
+    /// The test's own sessions on a PostgreSQL server: the pool's connections (`application_name` `feedsync`) in the
+    /// test's database, taken before client processes connect. Empty on SQLite.
+    static func sessions(_ service: FeedService, on backend: TestBackend, butThisOne: Bool = false) throws -> Set<Int64> {
+        guard backend == .postgresql else { return [] }
+        let sql = """
+            SELECT pid FROM pg_stat_activity
+            WHERE datname = current_database() AND application_name = 'feedsync'\(butThisOne ? " AND pid <> pg_backend_pid()" : "")
+            """
+        return Set(try service.firstColumn(sql).compactMap(\.integer))
+    }
+
+    /// Waits, bounded at 30 s, until every other pool session in the test's database has ended — a killed client's,
+    /// which still runs and may commit the statement it was sent until it finds the client gone. Returns whether they
+    /// ended and how many there were at first. At once on SQLite, where a killed client leaves nothing running.
+    static func sessionsEnded(_ service: FeedService, on backend: TestBackend, except own: Set<Int64>) -> (ended: Bool, lingering: Int) {
+        guard backend == .postgresql else { return (true, 0) }
+        var first: Int?
+        let ended = eventually(seconds: 30) {
+            guard let others = try? sessions(service, on: backend, butThisOne: true).subtracting(own) else { return false }
+            if first == nil { first = others.count }
+            return others.isEmpty
+        }
+        return (ended, first ?? -1)
     }
 
     static func environmentInt(_ name: String, _ defaultValue: Int) -> Int {
