@@ -222,8 +222,9 @@ final class PostgresConnection {
     /// once. `nil` when the connection failed (``check(_:sql:parameters:expectCopy:binary:)`` reports it) — also
     /// after a result arrived: a statement outside a transaction block commits after its rows and its completion
     /// (the extended protocol commits at `Sync`), and a commit can still fail, so until the server says it is ready
-    /// for the next query, rows are no proof of a commit. A connection lost in between leaves the outcome unknown, and the caller treats
-    /// it as any lost connection (a like batch is sent again on its lane and answers with what committed).
+    /// for the next query, rows are no proof of a commit. A connection lost in between leaves the outcome unknown,
+    /// and the caller treats it as any lost connection (a like batch is sent again on its lane and answers with what
+    /// committed).
     ///
     /// Every wait for input is bounded by ``responseTimeout``, counted from the send: when it passes, the connection
     /// is closed and the call fails with ``PostgresFailure/noAnswer``.
