@@ -44,6 +44,11 @@ import Testing
         Case(name: "unknown command", script: #"$F frobnicate"#, status: 64),
         Case(name: "missing argument", script: #"$F --user alice like"#, status: 64),
         Case(name: "like without a user", script: #"$F like post1"#, status: 64),
+        Case(
+            name: "response timeout that is no number", script: #"FEEDSYNC_RESPONSE_TIMEOUT_MS=soon $F --user alice like post1"#, status: 64
+        ),
+        Case(name: "negative busy timeout", script: #"FEEDSYNC_BUSY_TIMEOUT_MS=-5 $F --user alice like post1"#, status: 64),
+        Case(name: "unknown log level", script: #"FEEDSYNC_LOG=loud $F --user alice like post1"#, status: 64),
         Case(name: "path is a directory", script: #"$F --db "$DIR" status"#, status: 74),
         Case(name: "file that is not SQLite", script: #"printf 'hello' > "$DIR/x.txt"; $F --db "$DIR/x.txt" status"#, status: 74),
         Case(

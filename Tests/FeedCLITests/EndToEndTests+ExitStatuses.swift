@@ -8,6 +8,8 @@ import Synchronization
 import FeedTestThreads
 import Testing
 
+@testable import FeedCLI
+
 /// Exit statuses for a database that is missing, not a database, newer, older or locked, and for usage errors.
 extension EndToEndTests {
     // MARK: - Exit statuses for the database
@@ -148,5 +150,35 @@ extension EndToEndTests {
         expectFailure(
             try feedsync("feed", "--nope"), status: 64, message: "Error: unknown option \"--nope\" for 'feed'. See 'feedsync feed --help'.")
         expectFailure(try feedsync(), status: 64, message: "Error: no command given. See 'feedsync --help'.")
+    }
+
+    // MARK: - Environment
+
+    /// `FEEDSYNC_LOG=info` prints the service's log events on stderr, one `feedsync: [level] kind: …` line each (a
+    /// command's service logs `service.closed` as it ends); unset, stderr stays empty.
+    @Test func feedsyncLogPrintsTheServicesLogEventsOnStderr() throws {
+        try demoDatabase()
+        let quiet = try feedsync("status")
+        #expect(quiet.status == 0 && quiet.stderr.isEmpty, "\(quiet.stderr)")
+        let logged = try feedsync("--user", "bob", "like", "post1", env: ["FEEDSYNC_LOG": "info"])
+        #expect(logged.status == 0, "\(logged.stderr)")
+        let lines = logged.stderr.split(separator: "\n")
+        #expect(lines.contains { $0.hasPrefix("feedsync: [info] service.closed: ") }, "\(logged.stderr)")
+        #expect(lines.allSatisfy { $0.hasPrefix("feedsync: [") }, "\(logged.stderr)")
+        let warningsOnly = try feedsync("status", env: ["FEEDSYNC_LOG": "WARNING"])
+        #expect(warningsOnly.status == 0 && warningsOnly.stderr.isEmpty, "\(warningsOnly.stderr)")
+    }
+
+    /// Every variable of Docs/CLI.md's environment table is read at start-up (``ProcessEnvironment/names``, looked up
+    /// one by one), except `FEEDSYNC_LIBPQ`, which the libpq loader reads itself.
+    @Test func everyDocumentedVariableIsReadAtStartUp() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let text = try String(contentsOf: root.appendingPathComponent("Docs/CLI.md"), encoding: .utf8)
+        let table = text.components(separatedBy: "| variable | meaning |")[1].components(separatedBy: "\n\n")[0]
+        let documented = table.split(separator: "\n").compactMap { $0.hasPrefix("| `") ? $0.split(separator: "|").first : nil }
+            .flatMap { $0.split(separator: ",").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "` ")) } }
+        #expect(documented.count >= 10, "\(documented)")
+        let unread = Set(documented).subtracting(ProcessEnvironment.names).subtracting(["FEEDSYNC_LIBPQ"])
+        #expect(unread.isEmpty, "documented but never read: \(unread.sorted())")
     }
 }

@@ -12,17 +12,26 @@ import Testing
 final class Child: Sendable {
     let process: SpawnedProcess
     let lines = LockedLog<String>()
-    private let reader: PipeReader
+    /// Its standard error, line by line, when it was started with `capturingErrors`.
+    let errorLines = LockedLog<String>()
+    private let readers: [PipeReader]
 
-    /// Starts `executable` with `arguments`; `environment` entries are added to this process's environment.
-    init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
+    /// Starts `executable` with `arguments`; `environment` entries are added to this process's environment. Its
+    /// standard error goes to this process's, or with `capturingErrors` to ``errorLines``.
+    init(_ executable: String, _ arguments: [String], environment: [String: String] = [:], capturingErrors: Bool = false) throws {
         process = try SpawnedProcess(
             executable: executable, arguments: arguments,
             environment: ProcessInfo.processInfo.environment.merging(environment) { _, new in new },
-            input: .pipe, error: .inherit)
-        let lines = self.lines
+            input: .pipe, error: capturingErrors ? .pipe : .inherit)
+        readers = [(process.standardOutput, lines), (process.standardError, errorLines)].compactMap { handle, lines in
+            handle.map { Self.lineReader($0, into: lines) }
+        }
+    }
+
+    /// Reads `handle` to its end, appending each complete line to `lines`.
+    private static func lineReader(_ handle: FileHandle, into lines: LockedLog<String>) -> PipeReader {
         let pending = LockedValue(Data())
-        reader = PipeReader(process.standardOutput!) { chunk in
+        return PipeReader(handle) { chunk in
             pending.withLock { pending in
                 pending.append(chunk)
                 while let newline = pending.firstIndex(of: 0x0A) {
@@ -46,7 +55,7 @@ final class Child: Sendable {
     func wait(seconds: Double = 60) -> Bool {
         let deadline = Date(timeIntervalSinceNow: seconds)
         return process.waitUntilExit(timeout: seconds)
-            && reader.waitForEnd(timeout: max(0, deadline.timeIntervalSinceNow))
+            && readers.allSatisfy { $0.waitForEnd(timeout: max(0, deadline.timeIntervalSinceNow)) }
     }
 }
 

@@ -49,7 +49,7 @@ extension NetworkFaultTests {
         defer { subscriber.stop() }
         let follower = try Child(
             cli, ["--db", network.proxiedUnderLoad, "events", "--follow", "--json", "--since", String(head)],
-            environment: ["FEEDSYNC_RESPONSE_TIMEOUT_MS": "2000"])
+            environment: ["FEEDSYNC_RESPONSE_TIMEOUT_MS": "2000", "FEEDSYNC_LOG": "info"], capturingErrors: true)
         defer { follower.kill() }
         let writers = try (1...4).map { k in
             try Child(
@@ -120,7 +120,10 @@ extension NetworkFaultTests {
         let recovery = ContinuousClock.now - healed
         #expect(subscriberOK, "the durable subscriber never caught up to seq \(last): \(signals.values.suffix(3))")
         #expect(feedOK, "the change feed never delivered seq \(last); errors: \(feedErrors.values.suffix(3))")
-        #expect(followerOK, "events --follow never printed seq \(last): \(follower.lines.values.suffix(3))")
+        #expect(
+            followerOK,
+            "events --follow never printed seq \(last): \(follower.lines.values.suffix(3)); its log: \(follower.errorLines.values.suffix(20))"
+        )
         #expect(follower.process.isRunning, "events --follow survived")
 
         let log = try direct.events(after: head)
@@ -144,6 +147,6 @@ extension NetworkFaultTests {
             "NetworkFaultTests: seed \(seed), \(seconds) s of faults \(faultCounts); \(acks.count) acknowledged changes, "
                 + "\(errors.count) failed commands (\(Set(errors.map { $0.split(separator: " ").last ?? "" }).sorted())), "
                 + "\(log.count) events; both followers and the subscriber had the last change \(recovery) after the last heal "
-                + "(feed errors \(feedErrors.values.count))")
+                + "(feed errors \(feedErrors.values.count); events --follow logged \(follower.errorLines.values.count) lines)")
     }
 }

@@ -186,6 +186,39 @@ import Testing
                 + "\(cliLatency) (feed errors during the partition: \(feedErrors.values.count))")
     }
 
+    /// `feedsync events --follow` with `FEEDSYNC_RESPONSE_TIMEOUT_MS=1000` and `FEEDSYNC_LOG=warning`: a partition is
+    /// found (its watch's ping waits at most the response timeout, here 1 s, not the default 5 s) and reported as one
+    /// `changeWatch.failed` line on stderr within 4 s; after the heal the next change is printed, and the log names no
+    /// password.
+    @Test func theCLIFollowerHonoursItsResponseTimeoutAndLogsThePartition() throws {
+        guard let network = try Network("net_cli_timeout") else { return }
+        let cli = try Self.cliExecutable()
+        let other = try makeService(at: network.direct)
+        let head = try other.status().lastSeq
+        let follower = try Child(
+            cli, ["--db", network.proxiedQuick, "events", "--follow", "--json", "--since", String(head)],
+            environment: ["FEEDSYNC_RESPONSE_TIMEOUT_MS": "1000", "FEEDSYNC_LOG": "warning"], capturingErrors: true)
+        defer { follower.kill() }
+        let first = try #require(try other.like(userID: "user3", postID: "post3").seq)
+        #expect(follower.lines.wait(seconds: 30) { Self.seqs($0).contains(first) })
+        #expect(follower.errorLines.values == [], "nothing logged before the fault")
+
+        network.proxy.blackhole()
+        let start = ContinuousClock.now
+        let noticed = follower.errorLines.wait(seconds: 30) { $0.contains { $0.contains("changeWatch.failed") } }
+        let elapsed = ContinuousClock.now - start
+        network.proxy.heal()
+        #expect(noticed, "no changeWatch.failed line: \(follower.errorLines.values)")
+        #expect(elapsed < .seconds(4), "the follower found the partition after \(elapsed)")
+
+        let after = try #require(try other.like(userID: "user3", postID: "post1").seq)
+        #expect(follower.lines.wait(seconds: 30) { Self.seqs($0).contains(after) }, "\(follower.lines.values.suffix(3))")
+        #expect(Self.seqs(follower.lines.values) == [first, after], "each seq once, in order")
+        let password = URLComponents(string: network.direct)?.password ?? network.direct
+        #expect(follower.errorLines.values.allSatisfy { $0.hasPrefix("feedsync: [") && !$0.contains(password) })
+        print("NetworkFaultTests: events --follow logged the partition after \(elapsed): \(follower.errorLines.values.first ?? "")")
+    }
+
     // MARK: - Server restarts
 
     /// The server is crash-restarted (`pg_ctl restart -m immediate`) five times, and each time, after a pause, another

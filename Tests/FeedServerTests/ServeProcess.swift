@@ -46,14 +46,15 @@ final class ServeProcess: Sendable {
     /// What the server printed so far, stdout then stderr.
     var log: String { child.stdout + child.stderr }
 
-    /// Sends SIGINT and waits for the exit status (`nil`: it did not end within 10 s and was killed). Safe to call
+    /// Sends SIGINT and waits for the exit status (`nil`: it did not end within 30 s and was killed; a hang
+    /// bound, wide because the first minute of a full parallel run on two cores slows every process). Safe to call
     /// twice.
     @discardableResult
     func stop() -> Int32? {
         stopped.withLock { stopped in
             if !stopped.done {
                 child.send(SIGINT)
-                stopped = (true, child.waitForExit(timeout: 10))
+                stopped = (true, child.waitForExit(timeout: 30))
             }
             return stopped.status
         }

@@ -22,7 +22,8 @@ enum HelpGenerator {
             ] + table(CommandCatalog.commands.map { ($0.name, $0.summary) })
                 + ["", "Global options (anywhere on the line):"] + optionLines(CommandCatalog.globalOptions)
                 + [
-                    "", "Environment: FEEDSYNC_DB, FEEDSYNC_USER, NO_COLOR, XDG_DATA_HOME, FEEDSYNC_BUSY_TIMEOUT_MS.",
+                    "", "Environment: FEEDSYNC_DB, FEEDSYNC_USER, NO_COLOR, XDG_DATA_HOME, FEEDSYNC_BUSY_TIMEOUT_MS,",
+                    "FEEDSYNC_RESPONSE_TIMEOUT_MS, FEEDSYNC_LOG (debug, info, warning or error: log lines on stderr).",
                     "Exit status: 0 ok, 1 check found violations, 64 usage, 65 data, 66 history pruned, 74 database or I/O, 75 busy or unreachable.",
                     "", "Start with 'feedsync demo'. See 'feedsync <command> --help' for details.",
                 ])

@@ -44,11 +44,13 @@ enum ParserError: Error, Sendable, Hashable {
     case invalidListen(String)
     /// `serve --demo --listen 0.0.0.0:8080`: demo mode offers the sample users' tokens, so it stays on loopback.
     case demoNeedsLoopback(String)
+    /// `FEEDSYNC_RESPONSE_TIMEOUT_MS=soon`: an environment variable the CLI reads holds a value it cannot use.
+    case invalidEnvironment(name: String, value: String, expected: String)
 
     /// The command whose help the hint points to (`nil` for the top-level help).
     var helpCommand: String? {
         switch self {
-        case .noCommand, .unknownCommand, .notADatabasePath, .unsupportedDatabaseURL: nil
+        case .noCommand, .unknownCommand, .notADatabasePath, .unsupportedDatabaseURL, .invalidEnvironment: nil
         case .unknownSubcommand(let group, _), .missingSubcommand(let group): group
         case .unknownOption(_, let command), .missingValue(_, let command), .flagWithValue(_, _, let command),
             .duplicateOption(_, let command), .unexpectedArgument(_, let command), .missingArgument(_, let command),
@@ -94,6 +96,8 @@ enum ParserError: Error, Sendable, Hashable {
         case .demoNeedsLoopback(let value):
             "--demo serves the sample users' tokens, so it listens only on a loopback address, not \(FeedError.quoted(value)): "
                 + "use 127.0.0.1 or [::1], or leave --demo out"
+        case .invalidEnvironment(let name, let value, let expected):
+            "\(name) \(FeedError.quoted(value)) is not valid: \(expected) (or unset it)"
         case .unsupportedDatabaseURL(let value, let origin):
             "\(origin) \(FeedError.quoted(value)) is a URL FeedSync cannot open: pass a file path (SQLite) or a "
                 + "postgresql:// URL"

@@ -106,7 +106,7 @@ struct CommandContext: Sendable {
             }
         }
         do {
-            return try FeedService(location: settings.location, options: openOptions)
+            return try FeedService(location: settings.location, options: openOptions, logger: logger)
         } catch {
             throw CLIError(error)
         }
@@ -120,7 +120,7 @@ struct CommandContext: Sendable {
             return try openService(create: true)
         }
         do {
-            return try FeedService(location: settings.location, options: openOptions)
+            return try FeedService(location: settings.location, options: openOptions, logger: logger)
         } catch .storage(.readOnly), .storage(.diskFull), .storage(.ioError) {
             return try openReadOnlyService(follows: false)
         } catch {
@@ -132,7 +132,7 @@ struct CommandContext: Sendable {
     private func openReadOnlyService(follows: Bool) throws(CLIError) -> FeedService {
         let backend = try openBackend(mode: .readCurrent, follows: follows)
         do {
-            return try FeedService(backend: backend)
+            return try FeedService(backend: backend, configuration: FeedService.Configuration(logger: logger))
         } catch {
             backend.close()
             throw CLIError(error)
@@ -179,12 +179,18 @@ struct CommandContext: Sendable {
     /// response timeout, or `FEEDSYNC_RESPONSE_TIMEOUT_MS` (0 waits as long as the connection lives).
     var openOptions: FeedOpenOptions {
         var options = FeedOpenOptions()
-        if let text = environment["FEEDSYNC_BUSY_TIMEOUT_MS"], let millis = Int(text), millis >= 0 {
-            options.busyTimeout = .milliseconds(millis)
-        }
-        if let text = environment["FEEDSYNC_RESPONSE_TIMEOUT_MS"], let millis = Int(text), millis >= 0 {
-            options.responseTimeout = millis == 0 ? nil : .milliseconds(millis)
-        }
+        if let busyTimeout = settings.busyTimeout { options.busyTimeout = busyTimeout }
+        if let responseTimeout = settings.responseTimeout { options.responseTimeout = responseTimeout }
         return options
+    }
+
+    /// Prints the service's log events at ``Settings/logLevel`` or above on stderr, one line each
+    /// (`feedsync: [warning] changeWatch.failed: …`); `nil` when `FEEDSYNC_LOG` is unset. Events carry no secret.
+    var logger: FeedLogger? {
+        guard let least = settings.logLevel else { return nil }
+        let console = console
+        return { event in
+            if event.level >= least { console.error("feedsync: \(event)") }
+        }
     }
 }

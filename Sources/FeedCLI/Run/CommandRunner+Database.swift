@@ -53,7 +53,9 @@ extension CommandRunner {
         }
         var replica: ReplicaStatus?
         if status.counts != nil {
-            let opened = try attempt { () throws(FeedError) in try FeedService(backend: backend) }
+            let opened = try attempt { () throws(FeedError) in
+                try FeedService(backend: backend, configuration: FeedService.Configuration(logger: context.logger))
+            }
             service = opened
             replica = try attempt { () throws(FeedError) in try opened.replicaStatus() }
         }

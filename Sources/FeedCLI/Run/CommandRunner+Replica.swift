@@ -36,7 +36,7 @@ extension CommandRunner {
         defer { if !built { Self.removeDatabaseFiles(building) } }
         let replica: FeedService
         do {
-            replica = try FeedService(location: .sqliteFile(path: building), options: context.openOptions)
+            replica = try FeedService(location: .sqliteFile(path: building), options: context.openOptions, logger: context.logger)
         } catch {
             throw CLIError(error)
         }

@@ -12,7 +12,7 @@ enum ProcessEnvironment {
     /// Every variable the CLI reads (Docs/CLI.md, "Global options and environment", plus `TERM`).
     static let names = [
         "FEEDSYNC_DB", "FEEDSYNC_USER", "FEEDSYNC_TOKEN", "NO_COLOR", "TERM", "XDG_DATA_HOME", "HOME", "FEEDSYNC_BUSY_TIMEOUT_MS",
-        PostgresHandOff.helperVariable, PostgresHandOff.markerVariable,
+        "FEEDSYNC_RESPONSE_TIMEOUT_MS", "FEEDSYNC_LOG", PostgresHandOff.helperVariable, PostgresHandOff.markerVariable,
     ]
 
     /// The set ones among ``names``, with their values (invalid UTF-8 repaired, as `ProcessInfo` does).

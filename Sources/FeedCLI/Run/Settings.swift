@@ -21,12 +21,19 @@ struct Settings: Sendable, Hashable {
     let stdoutIsTerminal: Bool
     /// Whether stderr is a terminal (progress bars).
     let stderrIsTerminal: Bool
+    /// `FEEDSYNC_BUSY_TIMEOUT_MS`, when set.
+    let busyTimeout: Duration?
+    /// `FEEDSYNC_RESPONSE_TIMEOUT_MS`, when set: `.some(nil)` for 0, which waits as long as the connection lives.
+    let responseTimeout: Duration??
+    /// `FEEDSYNC_LOG`: the least level of the service's log events printed on stderr; `nil` prints none.
+    let logLevel: FeedLogEvent.Level?
 
     /// Applies the environment to `global` for `spec`.
     ///
     /// - Parameter requiringUser: whether a missing user is an error here; `false` leaves the check to the command,
     ///   which on a replica acts as the replica's user.
-    /// - Throws: ``ParserError/missingUser(command:)`` when `spec` needs a user and none is given.
+    /// - Throws: ``ParserError/missingUser(command:)`` when `spec` needs a user and none is given,
+    ///   ``ParserError/invalidEnvironment(name:value:expected:)`` when a variable holds a value the CLI cannot use.
     init(
         global: GlobalOptions, spec: CommandSpec, environment: [String: String], terminal: TerminalInfo, requiringUser: Bool = true
     ) throws(ParserError) {
@@ -55,5 +62,27 @@ struct Settings: Sendable, Hashable {
         color = terminal.stdoutIsTerminal && !global.noColor && !noColorEnv && environment["TERM"] != "dumb"
         stdoutIsTerminal = terminal.stdoutIsTerminal
         stderrIsTerminal = terminal.stderrIsTerminal
+        busyTimeout = try Self.milliseconds("FEEDSYNC_BUSY_TIMEOUT_MS", in: environment)
+        responseTimeout = try Self.milliseconds("FEEDSYNC_RESPONSE_TIMEOUT_MS", in: environment).map { $0 == .zero ? nil : $0 }
+        logLevel = try Self.logLevel(in: environment)
+    }
+
+    /// A variable holding a whole number of milliseconds, 0 or more; `nil` when unset or empty.
+    private static func milliseconds(_ name: String, in environment: [String: String]) throws(ParserError) -> Duration? {
+        guard let text = environment[name], !text.isEmpty else { return nil }
+        guard let millis = Int64(text), millis >= 0 else {
+            throw .invalidEnvironment(name: name, value: text, expected: "use a whole number of milliseconds, 0 or more")
+        }
+        return .milliseconds(millis)
+    }
+
+    /// `FEEDSYNC_LOG`: `debug`, `info`, `warning` or `error`; `nil` when unset or empty.
+    private static func logLevel(in environment: [String: String]) throws(ParserError) -> FeedLogEvent.Level? {
+        guard let text = environment["FEEDSYNC_LOG"], !text.isEmpty else { return nil }
+        let levels: [FeedLogEvent.Level] = [.debug, .info, .warning, .error]
+        guard let level = levels.first(where: { $0.description == text.lowercased() }) else {
+            throw .invalidEnvironment(name: "FEEDSYNC_LOG", value: text, expected: "use debug, info, warning or error")
+        }
+        return level
     }
 }
