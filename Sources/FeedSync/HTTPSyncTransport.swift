@@ -1,7 +1,7 @@
 public import FeedDomain
-public import Foundation
 
 #if HTTP
+    public import Foundation
     internal import Synchronization
     #if canImport(FoundationNetworking)
         internal import FoundationNetworking
