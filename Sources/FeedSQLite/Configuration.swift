@@ -94,6 +94,10 @@ public struct Configuration: Sendable {
     /// its p99 right after a quick-size bulk load 122 µs against 198 (raw SQLite 109), W1 +9 %. Pages of the map
     /// count in the process's resident memory while they are cached by the kernel; they are the kernel's file cache,
     /// shared and reclaimable, not the process's allocations. Writes never go through the map.
+    ///
+    /// A reader stops using the map while the database keeps changing under it, and uses it again once the database
+    /// stays still: SQLite unmaps the file at every read transaction that finds a new commit, so under steady writes
+    /// the map would be made again and its pages faulted back in at almost every read (decision 0016).
     public var memoryMapSizeMiB: Int? = 256
     /// When the writer's write-ahead log is checkpointed. Ignored for in-memory and read-only databases.
     ///

@@ -192,10 +192,7 @@ public final class Connection {
             // PRAGMA takes no parameters; the value is an integer from the configuration, not text input.
             try execute("PRAGMA cache_size = " + String(-abs(kib)))
         }
-        if let mib = configuration.memoryMapSizeMiB, mib > 0 {
-            // As above: an integer from the configuration, not text input.
-            try execute("PRAGMA mmap_size = " + String(mib * 1_048_576))
-        }
+        if let mib = configuration.memoryMapSizeMiB, mib > 0 { try mapFile(megabytes: mib) }
     }
 
     /// Makes a writer of a connection opened by ``init(location:access:configuration:)``: switches a file to WAL
@@ -251,6 +248,22 @@ public final class Connection {
     /// Related SQLite documentation: <https://www.sqlite.org/pragma.html#pragma_data_version>
     public func dataVersion() throws -> Int64 {
         try fetchInt64("PRAGMA data_version") ?? 0
+    }
+
+    /// How many times this connection dropped its page cache (`SQLITE_FCNTL_DATA_VERSION`): a read transaction
+    /// that finds the database changed since this connection's last one drops it, and with it the memory map of the
+    /// file. No statement runs.
+    public var pagerDataVersion: UInt32 {
+        var version: UInt32 = 0
+        _ = sqlite3_file_control(handle, "main", SQLITE_FCNTL_DATA_VERSION, &version)
+        return version
+    }
+
+    /// Sets how much of the database file this connection reads through a memory map (`PRAGMA mmap_size`); 0 reads
+    /// every page with `pread`.
+    func mapFile(megabytes: Int) throws(SQLiteError) {
+        // PRAGMA takes no parameters; the value is an integer from the configuration, not text input.
+        try execute("PRAGMA mmap_size = " + String(max(0, megabytes) * 1_048_576))
     }
 
     // MARK: - Internals

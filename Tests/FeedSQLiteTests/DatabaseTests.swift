@@ -4,6 +4,8 @@ import Foundation
 import FeedTestThreads
 import Testing
 
+@testable import FeedSQLite
+
 // Blocks: threads hold SQLite's write lock while others wait on it through their busy timeout; waits on semaphores.
 @Suite(.ownThreads) struct DatabaseTests {
     @Test func readWhileAnotherConnectionHoldsAWriteTransactionNeitherBlocksNorFails() throws {
@@ -143,6 +145,39 @@ import Testing
         let other = try Database(path: dir.file("db.sqlite"), configuration: sqliteDefault)
         #expect(try other.read { db in try db.fetchInt64("PRAGMA mmap_size") } == 0)
         #expect(try other.write { db in try db.fetchInt64("PRAGMA mmap_size") } == 0)
+    }
+
+    /// A reader stops mapping the file once several of its recent uses each found a new commit (SQLite unmapped the
+    /// file at each of them) — also when every other use finds none, as a request that reads twice does — and maps it
+    /// again after a run of uses that found the database still.
+    @Test func aReaderMapsTheFileOnlyWhileTheDatabaseStaysStill() throws {
+        let dir = TemporaryDirectory()
+        let database = try Database(path: dir.file("db.sqlite"))
+        try database.write { db in try db.execute("CREATE TABLE t (x INTEGER)") }
+        let mapped = Int64(256 * 1_048_576)
+        // A use that reads the table (which finds any commit since the reader's last use), then the reader's map.
+        // Used from one thread, the reader is always the same idle connection.
+        func readerMap() throws -> Int64? {
+            try database.read { db in
+                _ = try db.fetchInt64("SELECT count(*) FROM t")
+                return try db.fetchInt64("PRAGMA mmap_size")
+            }
+        }
+        #expect(try readerMap() == mapped)
+        // Reads without commits in between never stop the map.
+        for _ in 1...(3 * MapPolicy.resumeAfter) { #expect(try readerMap() == mapped) }
+        // A commit before every other use.
+        var sizes: [Int64?] = []
+        for n in 1...MapPolicy.stopAfter {
+            try database.write { db in try db.run("INSERT INTO t VALUES (?)", Int64(n)) }
+            sizes.append(try readerMap())
+            sizes.append(try readerMap())
+        }
+        #expect(sizes.dropLast(2).allSatisfy { $0 == mapped }, "\(sizes)")
+        #expect(sizes.suffix(1) == [0], "no map after \(MapPolicy.stopAfter) of the last uses found a change: \(sizes)")
+        for _ in 1..<MapPolicy.resumeAfter { #expect(try readerMap() == 0) }
+        #expect(try readerMap() == mapped, "mapped again after \(MapPolicy.resumeAfter) still uses")
+        #expect(try database.read { db in try db.fetchInt64("SELECT count(*) FROM t") } == Int64(MapPolicy.stopAfter))
     }
 
     @Test func readsRunOnReadOnlyConnections() throws {
