@@ -169,7 +169,7 @@ import Testing
         // A commit before every other use.
         var sizes: [Int64?] = []
         for n in 1...MapPolicy.stopAfter {
-            try database.write { db in try db.run("INSERT INTO t VALUES (?)", Int64(n)) }
+            _ = try database.write { db in try db.run("INSERT INTO t VALUES (?)", Int64(n)) }
             sizes.append(try readerMap())
             sizes.append(try readerMap())
         }
