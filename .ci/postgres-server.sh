@@ -5,7 +5,7 @@
 #   url=$(.ci/postgres-server.sh start DIR)   # DIR must not exist or be empty
 #   export FEEDSYNC_TEST_POSTGRES_URL=$url
 #   ...
-#   .ci/postgres-server.sh restart DIR        # crash-restarts it (for fault tests); same port and password
+#   .ci/postgres-server.sh restart DIR [SECS] # crash-restarts it (for fault tests); same port and password
 #   .ci/postgres-server.sh stop DIR           # stops the server and removes DIR
 #
 # start creates a new cluster in DIR/data (initdb, UTF8, locale C), starts it and waits until it accepts
@@ -28,14 +28,17 @@
 # `restart` stops the server with `pg_ctl restart -m immediate` — every backend is killed at once, no checkpoint,
 # as after a crash — and starts it again with the same settings and port, then waits (at most 30 s) until it
 # accepts connections; it prints nothing on stdout and never the password. Tests use it for server-restart faults.
+# With SECS, the server stays down that many seconds between the immediate stop and the start (a crash whose
+# recovery waits), so that clients started meanwhile surely find it down.
 # `stop` only deletes a DIR that `start` made (it holds the marker file .feedsync-postgres) or an empty one.
 set +x # never trace: the URL carries the password
 set -euo pipefail
 
 me=postgres-server.sh
 die() { echo "$me: $*" >&2; exit 1; }
-usage() { echo "usage: $0 start DIR | restart DIR | stop DIR" >&2; exit 2; }
-[ $# -eq 2 ] || usage
+usage() { echo "usage: $0 start DIR | restart DIR [SECS] | stop DIR" >&2; exit 2; }
+[ $# -eq 2 ] || { [ $# -eq 3 ] && [ "$1" = restart ] && [[ $3 =~ ^[0-9]+$ ]]; } || usage
+down=${3:-}
 command=$1
 dir=$(realpath -m -- "$2")
 marker="$dir/.feedsync-postgres"
@@ -192,7 +195,17 @@ restart_server() {
     local port
     port=$(sed -n 4p "$dir/data/postmaster.pid")
     [[ $port =~ ^[0-9]+$ ]] || die "cannot read the server's port from $dir/data/postmaster.pid"
-    if ! as_server "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -m immediate -w -t 30 restart >/dev/null 2>&1; then
+    if [ -n "$down" ]; then
+        if ! as_server "$bin/pg_ctl" -D "$dir/data" -m immediate -w -t 30 stop >/dev/null 2>&1; then
+            show_log
+            die "pg_ctl stop failed"
+        fi
+        sleep "$down"
+        if ! as_server "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -o "-p $port" -w -t 30 start >/dev/null 2>&1; then
+            show_log
+            die "pg_ctl start failed"
+        fi
+    elif ! as_server "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -m immediate -w -t 30 restart >/dev/null 2>&1; then
         show_log
         die "pg_ctl restart failed"
     fi

@@ -10,11 +10,11 @@ import Testing
 extension PostgresFaultTests {
     // MARK: - 3. Server restart under load
 
-    /// The server is restarted with `pg_ctl restart -m immediate` while a writer process, writer threads in this
-    /// process, a ``ChangeFeed`` and a transactional ``DurableSubscriber`` run. Commands in flight fail with a typed
-    /// busy error (`connectionLost`), the CLI prints one line and exits 74 or 75, and then everything resumes by
-    /// itself: every acknowledged change is in the tables and the log, and the bridge and the subscriber each see
-    /// every seq exactly once, in order.
+    /// The server is crash-stopped (`pg_ctl stop -m immediate`), left down for 3 s and started again while a writer
+    /// process, writer threads in this process, a ``ChangeFeed`` and a transactional ``DurableSubscriber`` run.
+    /// Commands in flight fail with a typed busy error (`connectionLost`), the CLI prints one line and exits 74 or 75,
+    /// and then everything resumes by itself: every acknowledged change is in the tables and the log, and the bridge
+    /// and the subscriber each see every seq exactly once, in order.
     ///
     /// The restarted server is a private one, started with `.ci/postgres-server.sh` next to the shared test server
     /// (in the parent of `FEEDSYNC_TEST_POSTGRES_DIR`), so that suites running in parallel on the shared server never
@@ -92,10 +92,12 @@ extension PostgresFaultTests {
                     "no load before the restart: \(child.lines.values.count) child lines, \(threadAcks.values.count) thread acks")
             }
             phase.withLock { $0 = .restarting }
-            worker.step("postgres-server.sh restart (pg_ctl restart -m immediate)")
+            // Down for 3 s between the immediate stop and the start: CLI runs take up to a second each on a loaded
+            // machine, and one must start while the server is down.
+            worker.step("postgres-server.sh restart (pg_ctl stop -m immediate, 3 s down, start)")
             let begin = ContinuousClock.now
             do {
-                _ = try Self.script(["restart", serverDir], timeout: 60)
+                _ = try Self.script(["restart", serverDir, "3"], timeout: 60)
             } catch {
                 problems.append("restart: \(error)")
             }
