@@ -253,7 +253,7 @@ public final class Connection {
     /// How many times this connection dropped its page cache (`SQLITE_FCNTL_DATA_VERSION`): a read transaction
     /// that finds the database changed since this connection's last one drops it, and with it the memory map of the
     /// file. No statement runs.
-    public var pagerDataVersion: UInt32 {
+    var pagerDataVersion: UInt32 {
         var version: UInt32 = 0
         _ = sqlite3_file_control(handle, "main", SQLITE_FCNTL_DATA_VERSION, &version)
         return version

@@ -101,9 +101,8 @@ struct MapPolicy {
     /// the uses call for it. A failed switch leaves the map as it was: it changes speed, never results.
     mutating func used(_ connection: Connection) {
         guard megabytes > 0 else { return }
-        let version = connection.pagerDataVersion
-        // Read again after a switch: the pragma's own statement may see a commit too.
-        defer { lastVersion = connection.pagerDataVersion }
+        var version = connection.pagerDataVersion
+        defer { lastVersion = version }
         // A new connection's first use always reads the file: it says nothing about writes.
         guard let lastVersion else { return }
         history = history << 1 | (version != lastVersion ? 1 : 0)
@@ -114,5 +113,7 @@ struct MapPolicy {
         isMapping.toggle()
         history = 0
         uses = 0
+        // The pragma's own statement may have seen a commit too: the next use compares with what follows it.
+        version = connection.pagerDataVersion
     }
 }
