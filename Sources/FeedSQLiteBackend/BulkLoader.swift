@@ -39,7 +39,8 @@ public final class BulkLoader {
     }
 
     /// Runs `body` in one IMMEDIATE transaction with the bulk statements, then restores the like-count invariant: its
-    /// likes are inserted without counting, and the posts whose count differs from their like rows are recounted.
+    /// likes are inserted without counting, and the posts whose count differs from their like rows are recounted, in
+    /// one grouped pass over the likes table. A load only adds likes, so only a post with likes can differ.
     ///
     /// - Parameters:
     ///   - store: the database.
@@ -57,8 +58,9 @@ public final class BulkLoader {
             let result = try body(loader)
             try db.execute(
                 """
-                UPDATE posts SET like_count = (SELECT count(*) FROM likes l WHERE l.post_key = posts.post_key)
-                WHERE like_count <> (SELECT count(*) FROM likes l WHERE l.post_key = posts.post_key);
+                UPDATE posts SET like_count = counted.n
+                FROM (SELECT post_key, count(*) AS n FROM likes GROUP BY post_key) AS counted
+                WHERE posts.post_key = counted.post_key AND posts.like_count <> counted.n;
                 """)
             if loader.likesInserted > 0 { try EventLog(db).recordBulkLoad() }
             return result

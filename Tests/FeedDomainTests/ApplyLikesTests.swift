@@ -1,5 +1,6 @@
 import FeedCore
 import FeedDomain
+import FeedSQLite
 import FeedSync
 import FeedTestSupport
 import Foundation
@@ -79,6 +80,33 @@ import Testing
             #expect(try tx.allLikes().isEmpty)
             #expect(try tx.lastSeq() == before)
         }
+    }
+
+    /// On SQLite a like writes three B-tree pages — its row, its post's count and its event — so the commit appends
+    /// three frames to the write-ahead log and no more (likes are indexed by their primary key only).
+    @Test func aSQLiteLikeCommitsThreePagesTheRowTheCountAndTheEvent() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("pages.sqlite")
+        let service = try FeedService(location: path)
+        defer { service.close() }
+        _ = try seed(service)
+        _ = try service.like(userID: "u1", postID: "p1")
+        let outside = try Connection(location: .file(path))
+        defer { outside.close() }
+        let pageSize = try #require(try outside.fetchInt64("PRAGMA page_size"))
+        try outside.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        #expect(try walBytes(path) == 0)
+
+        let result = try service.like(userID: "u2", postID: "p2")
+        #expect(result.likeCount == 1)
+        let bytes = try walBytes(path)
+        let header: Int64 = 32, frameHeader: Int64 = 24
+        #expect((bytes - header) % (frameHeader + pageSize) == 0, "\(bytes) bytes")
+        #expect((bytes - header) / (frameHeader + pageSize) == 3, "\(bytes) bytes")
+    }
+
+    private func walBytes(_ path: String) throws -> Int64 {
+        try (FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? NSNumber)?.int64Value ?? -1
     }
 
     /// Users u1…u3 and posts p1, p2 by u1; the service's backend.

@@ -75,8 +75,9 @@ import Testing
         }
         let store = try FeedStore(path: path)
         try store.read { db throws in
-            #expect(try db.fetchInt64("PRAGMA user_version") == 5)
+            #expect(try db.fetchInt64("PRAGMA user_version") == Int64(Migrator.embedded.latestVersion))
             #expect(try db.fetchInt64("SELECT count(*) FROM sqlite_schema WHERE name LIKE 'likes_count_%'") == 0)
+            #expect(try db.fetchInt64("SELECT count(*) FROM sqlite_schema WHERE tbl_name = 'likes' AND type = 'index'") == 0)
             #expect(try db.fetchInt64("SELECT like_count FROM posts") == 1)
         }
         try store.write { db throws in
