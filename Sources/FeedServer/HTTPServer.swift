@@ -196,6 +196,8 @@ package final class HTTPServer: Sendable {
             MHD_OptionItem(option: MHD_OPTION.PER_IP_CONNECTION_LIMIT, value: perAddress > 0 ? perAddress + 16 : 0, ptr_value: nil),
             MHD_OptionItem(
                 option: MHD_OPTION.CONNECTION_TIMEOUT, value: min(configuration.headerTimeout, configuration.idleTimeout), ptr_value: nil),
+            // Each connection's memory pool holds its request headers and its response buffer; it is resident for as
+            // long as the connection is open, so it is what an idle event stream costs.
             MHD_OptionItem(option: MHD_OPTION.CONNECTION_MEMORY_LIMIT, value: configuration.maximumHeaders, ptr_value: nil),
             MHD_OptionItem(option: MHD_OPTION.LISTEN_BACKLOG_SIZE, value: 4096, ptr_value: nil),
             MHD_OptionItem(option: MHD_OPTION.NOTIFY_COMPLETED, value: unsafeBitCast(completed, to: Int.self), ptr_value: context),

@@ -63,7 +63,7 @@ extension ServerCore {
         let reader = Unmanaged.passRetained(stream).toOpaque()
         // The response holds the stream until libmicrohttpd frees it, which calls `release` exactly once.
         let response = MHD_create_response_from_callback(
-            UInt64.max, 8 << 10,  // MHD_SIZE_UNKNOWN: sent chunked
+            UInt64.max, 4 << 10,  // MHD_SIZE_UNKNOWN: sent chunked
             { stream, _, buffer, size in
                 guard let stream, let buffer else { return EventStream.endWithError }
                 return Unmanaged<EventStream>.fromOpaque(stream).takeUnretainedValue().read(into: buffer, capacity: size)
