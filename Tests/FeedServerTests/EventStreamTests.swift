@@ -36,10 +36,63 @@ import Testing
         #expect(fromStart.seqs == Array(1...8))
         #expect(afterFour.seqs == [5, 6, 7, 8])
         #expect(lastEventIDWins.seqs == [6, 7, 8])
-        // Bob's streams show his own like and unlike as they are.
+        // Bob's streams show his own like and unlike as they are (another viewer's: aViewerSeesOtherUsersLikesAsCounts).
         for follower in [afterFour, lastEventIDWins] {
             #expect(follower.received.last?.data.contains(#""kind":"unliked","postID":"p1","userID":"bob","likeCount":0"#) == true)
         }
+    }
+
+    @Test func theStreamNeedsAToken() throws {
+        guard let sut = try ServerFixture(on: .sqlite) else { return }
+        defer { sut.close() }
+        for token in [nil, "tok-gone"] {
+            let follower = try EventFollower(port: sut.port, token: token, query: "?after=0")
+            defer { follower.close() }
+            #expect(follower.wait { $0.response.status != nil })
+            // Checked before reading the answer to its end: an open stream would only end at the read timeout.
+            try #require(follower.response.status == 401, "a stream with token \(token ?? "none")")
+            #expect(follower.wait { $0.isEnded } && follower.seqs.isEmpty)
+            let refused = try sut.request("GET", "/api/events?after=0", token: token)
+            #expect(refused.status == 401)
+            #expect(refused.headers["content-type"] == "application/json")
+            #expect(refused.headers["www-authenticate"] == "Bearer")
+            #expect(refused.json["code"] as? String == "unauthorized")
+            #expect((refused.json["error"] as? String).map { !$0.isEmpty && !$0.contains("\n") } == true)
+        }
+    }
+
+    @Test(arguments: TestBackend.allCases)
+    func aViewerSeesOtherUsersLikesAsCounts(on backend: TestBackend) throws {
+        guard let sut = try ServerFixture(on: backend) else { return }
+        defer { sut.close() }
+        let alice = try EventFollower(port: sut.port, token: "tok-alice", query: "?after=6")
+        let bob = try EventFollower(port: sut.port, token: "tok-bob", query: "?after=6")
+        try sut.service.like(userID: "alice", postID: "p2")  // seq 7
+        try sut.service.like(userID: "bob", postID: "p1")  // 8
+        try sut.service.unlike(userID: "bob", postID: "p1")  // 9
+        try sut.service.like(userID: "carol", postID: "p3")  // 10
+        let logged = try sut.service.events(after: 6)
+        try #require(logged.map(\.seq) == [7, 8, 9, 10])
+        for follower in [alice, bob] {
+            #expect(follower.wait { $0.seqs.count >= 4 })
+            #expect(follower.seqs == [7, 8, 9, 10])
+            #expect(follower.received.allSatisfy { $0.name == nil })
+        }
+        // Another user's like as a viewer sees it: the event without its user, as a changed count.
+        func asCount(_ index: Int) -> String {
+            JSONShapes.event(logged[index]).rendered
+                .replacing(/"kind":"(un)?liked"/, with: #""kind":"likeCountChanged""#)
+                .replacing(/"userID":"[a-z]+"/, with: #""userID":"""#)
+        }
+        #expect(alice.received.map(\.data) == [JSONShapes.event(logged[0]).rendered, asCount(1), asCount(2), asCount(3)])
+        #expect(
+            bob.received.map(\.data) == [
+                asCount(0), JSONShapes.event(logged[1]).rendered, JSONShapes.event(logged[2]).rendered, asCount(3),
+            ])
+        let (seven, nine) = (bob.received.first?.data ?? "", alice.received.dropFirst(2).first?.data ?? "")
+        #expect(seven.hasPrefix(#"{"seq":7,"kind":"likeCountChanged","postID":"p2","userID":"","likeCount":1,"at":"20"#))
+        #expect(nine.hasPrefix(#"{"seq":9,"kind":"likeCountChanged","postID":"p1","userID":"","likeCount":0,"at":"20"#))
+        for follower in [alice, bob] { #expect(!follower.received.contains { $0.data.contains("carol") }) }
     }
 
     @Test func anIdleStreamGetsKeepAliveComments() throws {
