@@ -3,136 +3,209 @@ internal import FeedJSON
 internal import FeedSync
 internal import Foundation
 
-extension ServerCore {
-    /// Answers `GET /api/events` with a callback response whose reader is an ``EventStream``; `Last-Event-ID` wins
-    /// over `after`.
-    func startEventStream(on connection: OpaquePointer) -> MHD_Result {
-        let given = header(connection, "Last-Event-ID") ?? query(connection, "after")
-        var after: Int64 = 0
-        if let given {
-            guard let parsed = Int64(given), parsed >= 0 else {
-                return queue(
-                    .error(400, code: "invalidRequest", "invalid seq \(FeedError.quoted(given)): pass a seq, 0 or more"), on: connection)
-            }
-            after = parsed
-        }
-        let stream = Unmanaged.passRetained(EventStream(core: self, after: after)).toOpaque()
-        // The response holds the stream until libmicrohttpd frees it, which calls `release` exactly once.
-        let response = MHD_create_response_from_callback(
-            UInt64.max, 16 << 10,  // MHD_SIZE_UNKNOWN: sent chunked
-            { stream, _, buffer, size in
-                guard let stream, let buffer else { return EventStream.endWithError }
-                return Unmanaged<EventStream>.fromOpaque(stream).takeUnretainedValue().read(into: buffer, capacity: size)
-            },
-            stream,
-            { stream in
-                guard let stream else { return }
-                Unmanaged<EventStream>.fromOpaque(stream).release()
-            })
-        guard let response else {
-            Unmanaged<EventStream>.fromOpaque(stream).release()
-            return .NO
-        }
-        defer { MHD_destroy_response(response) }
-        _ = MHD_add_response_header(response, "Content-Type", "text/event-stream")
-        _ = MHD_add_response_header(response, "Cache-Control", "no-cache")
-        return MHD_queue_response(connection, 200, response)
-    }
-}
-
-/// One `GET /api/events` stream: the log after its cursor, then live, as server-sent events.
+/// One `GET /api/events` stream: a suspended connection and a cursor, not a thread (`Docs/HTTP.md`).
 ///
-/// libmicrohttpd calls ``read(into:capacity:)`` on the connection's own thread whenever it can send more. The reader
-/// reads the durable log after its cursor (pages of at most 1000), so every seq goes out once and in order whatever
-/// the timing; when it is caught up it waits on the server's one shared wake-up (``ServerSignals``) for a commit, and
-/// writes a comment line when `heartbeat` seconds pass with none. Only that thread touches the stream.
-final class EventStream {
+/// libmicrohttpd calls ``read(into:capacity:)`` on an I/O thread when the socket can take more. The reader sends its
+/// own bytes first (a catch-up page, a heartbeat, a final event), then whole frames of the shared tail after its cursor
+/// (``StreamHub/copy(after:for:into:capacity:)``). With nothing to send it suspends the connection and returns 0; a
+/// commit, a heartbeat, a hang-up or the server's stop resumes it (``wake()``). A cursor older than the tail is read
+/// from the log on a worker, a page at a time (a stream that starts behind); a stream that was live and fell behind the
+/// tail — its client stopped reading — ends with `event: behind`.
+///
+/// Each suspension is resumed exactly once: the reader suspends and sets `suspended` under `lock`; a waker that finds
+/// `suspended` set clears it and resumes after unlocking. The connection stays suspended (so alive) until that resume.
+///
+/// `@unchecked Sendable`: every stored `var` is read and written only with `lock` held.
+final class EventStream: @unchecked Sendable {
     /// `MHD_CONTENT_READER_END_OF_STREAM`.
     static let endOfStream = -1
-    /// `MHD_CONTENT_READER_END_WITH_ERROR`: the connection is closed without ending the chunked body, so the client
-    /// sees a failure and reconnects with `Last-Event-ID`.
+    /// `MHD_CONTENT_READER_END_WITH_ERROR`: closed without ending the chunked body, so the client sees a failure and
+    /// reconnects with `Last-Event-ID`.
     static let endWithError = -2
-    private static let pageSize = 1000
+    /// Events a catch-up read takes from the log at once.
+    static let catchUpPage = 500
 
-    private let core: ServerCore
-    /// The last seq written to `pending`.
+    let id: Int
+    let viewerID: String
+    private let hub: StreamHub
+    private let workers: WorkerPool
+    private let lock = NSLock()
+    /// The last seq written to `pending` or copied to the socket.
     private var cursor: Int64
-    /// Bytes to send; `sent` of them are sent.
+    /// This stream's own bytes to send; `sent` of them are sent.
     private var pending: [UInt8] = []
     private var sent = 0
-    /// The stream ends once `pending` is sent (pruned history).
+    /// The stream ends once `pending` is sent.
     private var ending = false
+    /// The stream ends at once, unfinished (a hang-up, a failed read).
+    private var failed = false
+    /// The stream read from the tail at least once.
+    private var live = false
+    private var catchingUp = false
+    private var suspended = false
+    private var heartbeats = 0
+    private var connection: OpaquePointer?
 
-    init(core: ServerCore, after: Int64) {
-        self.core = core
+    init(id: Int, viewerID: String, after: Int64, hub: StreamHub, workers: WorkerPool) {
+        self.id = id
+        self.viewerID = viewerID
         cursor = after
+        self.hub = hub
+        self.workers = workers
     }
 
-    /// Copies up to `capacity` bytes into `buffer`, waiting until there are some; returns their count or how the
-    /// stream ends.
+    /// Binds the stream to its connection, just before its response is queued (on the I/O thread).
+    func attach(_ connection: OpaquePointer) {
+        lock.lock()
+        self.connection = connection
+        lock.unlock()
+    }
+
+    /// Forgets the connection: libmicrohttpd finished the request (it is never suspended then).
+    func detach() {
+        lock.lock()
+        connection = nil
+        suspended = false
+        lock.unlock()
+    }
+
+    /// The client hung up (the hang-up watch): the stream ends at its next read.
+    func hungUp() {
+        lock.lock()
+        failed = true
+        lock.unlock()
+        wake()
+    }
+
+    /// Resumes the connection if it is suspended; otherwise its reader runs anyway.
+    func wake() {
+        lock.lock()
+        let resume = suspended ? connection : nil
+        suspended = false
+        lock.unlock()
+        if let resume {
+            hub.metrics.suspendedStreams.add(-1)
+            MHD_resume_connection(resume)
+        }
+    }
+
+    /// libmicrohttpd's content reader: up to `capacity` bytes into `buffer`, 0 after suspending, or how it ends.
     func read(into buffer: UnsafeMutablePointer<CChar>, capacity: Int) -> Int {
+        lock.lock()
+        defer { lock.unlock() }
+        let count = fill(UnsafeMutableRawPointer(buffer), capacity: capacity)
+        if count > 0 { hub.metrics.streamBytes.add(Int64(count)) }
+        return count
+    }
+
+    private func fill(_ buffer: UnsafeMutableRawPointer, capacity: Int) -> Int {
         while true {
-            if core.signals.isStopping { return Self.endOfStream }
+            if failed { return Self.endWithError }
             if sent < pending.count {
                 let count = min(capacity, pending.count - sent)
                 pending.withUnsafeBytes { bytes in
-                    guard let base = bytes.baseAddress else { return }
-                    UnsafeMutableRawPointer(buffer).copyMemory(from: base + sent, byteCount: count)
+                    if let base = bytes.baseAddress { buffer.copyMemory(from: base + sent, byteCount: count) }
                 }
                 sent += count
                 return count
             }
-            pending.removeAll(keepingCapacity: true)
+            pending.removeAll(keepingCapacity: pending.count <= 16 << 10)
             sent = 0
             if ending { return Self.endOfStream }
-            do throws(FeedError) {
-                try fill()
-            } catch {
-                if case .historyPruned(_, let through) = error {
-                    pruned(through: through)
+            switch hub.copy(after: cursor, for: viewerID, into: buffer, capacity: capacity) {
+            case .stopping:
+                return Self.endOfStream
+            case .copied(let count, let through):
+                cursor = through
+                live = true
+                return count
+            case .oversized(let bytes, let seq):
+                pending = bytes
+                cursor = seq
+                live = true
+            case .behind:
+                if live {
+                    hub.metrics.streamsBehind.add()
+                    pending = Array("event: behind\ndata: {\"lastEventID\":\(cursor)}\n\n".utf8)
+                    ending = true
                 } else {
-                    if !core.signals.isStopping { core.log(.warning, "an event stream ended: \(error)") }
-                    return core.signals.isStopping ? Self.endOfStream : Self.endWithError
+                    return catchUp()
+                }
+            case .nothing(let generation):
+                if generation > heartbeats {
+                    heartbeats = generation
+                    pending = Array(": keep-alive\n\n".utf8)
+                } else {
+                    return suspend()
                 }
             }
         }
     }
 
-    /// Reads the next page of the log into `pending`, or waits for a commit (a heartbeat when none comes).
-    private func fill() throws(FeedError) {
-        let events = try core.service.events(after: cursor, limit: Self.pageSize)
-        if let first = events.first {
-            // Seqs are dense: a first event past `cursor + 1` means the ones between were pruned.
-            if cursor > 0, first.seq > cursor + 1 { return pruned(through: first.seq - 1) }
-            for event in events {
-                append("id: \(event.seq)\ndata: \(JSONShapes.event(event).rendered)\n\n")
+    /// Suspends the connection until ``wake()`` (with `lock` held, so no waker resumes it before it is suspended).
+    private func suspend() -> Int {
+        guard let connection else { return Self.endWithError }
+        MHD_suspend_connection(connection)
+        suspended = true
+        hub.metrics.suspendedStreams.add(1)
+        return 0
+    }
+
+    /// Reads the next page after the cursor from the log on a worker, suspended meanwhile.
+    private func catchUp() -> Int {
+        guard !catchingUp else { return suspend() }
+        let from = cursor
+        let submitted = workers.submit { [self] stopping in
+            let (bytes, through, end) = stopping ? ([], from, Ending.stop) : readPage(after: from)
+            lock.lock()
+            catchingUp = false
+            pending.append(contentsOf: bytes)
+            cursor = max(cursor, through)
+            switch end {
+            case .none: break
+            case .stop, .pruned: ending = true
+            case .failure: failed = true
             }
-            cursor = events[events.count - 1].seq
-            return
+            lock.unlock()
+            wake()
         }
-        if cursor > 0, core.signals.lastSeq > cursor {
-            // Nothing after the cursor although later seqs were committed: pruned, or committed since the read.
-            let service = core.service
-            let prunedThrough: Int64
-            do {
-                prunedThrough = try service.backend.readOnce { tx in try tx.replayBaseline().prunedThrough }
-            } catch {
-                throw FeedError.wrap(error)
+        // A full worker queue: the stream ends unfinished and its client reconnects later with Last-Event-ID.
+        guard submitted else {
+            hub.metrics.rejected.add("workers")
+            return Self.endWithError
+        }
+        catchingUp = true
+        return suspend()
+    }
+
+    private enum Ending {
+        case stop, pruned, failure
+    }
+
+    /// One page of the log after `seq`, encoded for the viewer (on a worker, without `lock`).
+    private func readPage(after seq: Int64) -> (bytes: [UInt8], through: Int64, end: Ending?) {
+        let service = hub.service
+        hub.metrics.catchUpReads.add()
+        do {
+            let events = try service.events(after: seq, limit: Self.catchUpPage)
+            if let first = events.first, let last = events.last {
+                // Seqs are dense: a first event past `seq + 1` means the ones between were pruned.
+                if seq > 0, first.seq > seq + 1 { return (Self.pruned(through: first.seq - 1), seq, .pruned) }
+                var bytes: [UInt8] = []
+                for event in events { bytes += TailFrame.encode(event.seen(by: viewerID)) }
+                return (bytes, last.seq, nil)
             }
-            if prunedThrough > cursor { return pruned(through: prunedThrough) }
-            return  // read again: the commit is there now
-        }
-        if !core.signals.waitForCommit(after: cursor, timeout: Double(core.configuration.heartbeat)) {
-            append(": keep-alive\n\n")
+            // Nothing after `seq` although the tail is past it: pruned.
+            let prunedThrough = try service.backend.readOnce { tx in try tx.replayBaseline().prunedThrough }
+            if prunedThrough > seq { return (Self.pruned(through: prunedThrough), seq, .pruned) }
+            return ([], seq, .failure)
+        } catch {
+            if !hub.isStopping { hub.log("an event stream's catch-up read failed: \(error)") }
+            return ([], seq, .failure)
         }
     }
 
-    private func pruned(through seq: Int64) {
-        append("event: historyPruned\ndata: {\"prunedThrough\":\(seq)}\n\n")
-        ending = true
-    }
-
-    private func append(_ text: String) {
-        pending.append(contentsOf: text.utf8)
+    private static func pruned(through seq: Int64) -> [UInt8] {
+        Array("event: historyPruned\ndata: {\"prunedThrough\":\(seq)}\n\n".utf8)
     }
 }

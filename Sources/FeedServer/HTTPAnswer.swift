@@ -41,15 +41,17 @@ package struct HTTPAnswer: Sendable {
         case .postAlreadyExists: return self.error(409, code: "postAlreadyExists", error.description)
         case .userAlreadyExists: return self.error(409, code: "userAlreadyExists", error.description)
         case .historyPruned: return self.error(410, code: "historyPruned", error.description)
-        case .serviceClosed: return unavailable("the server is stopping; retry on another or later")
+        case .serviceClosed: return unavailable("the server is stopping; retry on another or later", retryAfter: 1)
         default:
-            if error.category == .busy { return unavailable("the database is busy or unreachable; retry later") }
+            if error.category == .busy { return unavailable("the database is busy or unreachable; retry later", retryAfter: 1) }
             return self.error(500, code: "internal", "the server failed to answer; its log says why")
         }
     }
 
-    /// 503 `unavailable`.
-    package static func unavailable(_ message: String) -> HTTPAnswer {
-        error(503, code: "unavailable", message)
+    /// 503 with `code` (`unavailable` unless a budget names another) and, when given, `Retry-After: seconds`.
+    package static func unavailable(_ message: String, code: String = "unavailable", retryAfter: Int? = nil) -> HTTPAnswer {
+        var answer = error(503, code: code, message)
+        if let retryAfter { answer.headers.append(("Retry-After", String(retryAfter))) }
+        return answer
     }
 }

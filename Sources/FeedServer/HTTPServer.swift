@@ -16,12 +16,12 @@ internal import Synchronization
 /// server.stop()
 /// ```
 ///
-/// Threading: libmicrohttpd's polling thread accepts connections and starts one thread per connection
-/// (`MHD_USE_THREAD_PER_CONNECTION`). That thread parses the request and runs every callback for it — the access
-/// handler, which calls FeedService's blocking API; an event stream's reader, which blocks on ``ServerSignals`` until
-/// a commit or a heartbeat; the completion callback. The bridge's delivery executor only signals ``ServerSignals``
-/// and never waits for a connection thread. ``stop()`` (the caller's thread) waits for the requests in flight, which
-/// wait only for the database; then `MHD_stop_daemon` joins the connection threads.
+/// Threading (`Docs/HTTP.md`, "Threads and who waits on whom"): libmicrohttpd runs in epoll mode with a pool of I/O
+/// threads, one per core. They parse requests, answer what needs no database, and run the event streams' readers,
+/// which copy shared bytes and suspend the connection when there is nothing to send; they never wait for the database.
+/// Routes that read or write it run on a bounded ``WorkerPool`` while their connection is suspended. The fan-out
+/// thread (``StreamHub``) reads each commit from the log once for every stream; the hang-up watch closes the streams of
+/// clients that went away. The bridge's delivery executor only records the seq and wakes the fan-out.
 package final class HTTPServer: Sendable {
     /// Maps a bearer token to its user id; `nil` for a token that is unknown or revoked.
     package typealias Authenticator = @Sendable (String) throws(FeedError) -> String?
@@ -61,19 +61,27 @@ package final class HTTPServer: Sendable {
         } catch {
             throw .database(FeedError.wrap(error))
         }
-        let signals = ServerSignals(lastSeq: lastSeq)
-        // One sink for the whole server: the delivery executor only records the seq and wakes the streams.
-        let subscription = service.bridge.changes.sink { event in signals.noteCommitted(event.seq) }
-        let core = ServerCore(service: service, configuration: configuration, authenticator: authenticator, signals: signals)
+        let ioThreads = configuration.ioThreads > 0 ? configuration.ioThreads : max(1, ProcessInfo.processInfo.activeProcessorCount)
+        let connectionLimit = Self.connectionLimit(configuration, ioThreads: ioThreads)
+        Self.raiseOpenFileLimit(to: connectionLimit + 256)
+        let core = ServerCore(service: service, configuration: configuration, authenticator: authenticator, lastSeq: lastSeq)
+        // One sink for the whole server: the delivery executor only records the seq and wakes the fan-out.
+        let hub = core.hub
+        let subscription = service.bridge.changes.sink { event in hub.noteCommitted(event.seq) }
         // Retained for libmicrohttpd's callbacks until after MHD_stop_daemon (``stop()``) or the failed start.
         let context = Unmanaged.passRetained(core).toOpaque()
         var failure: Int32 = 0
         let daemon = address.withSockaddr { sockaddr in
-            Self.startDaemon(configuration, ipv6: address.isIPv6, sockaddr: sockaddr, context: context, failure: &failure)
+            Self.startDaemon(
+                configuration, ioThreads: ioThreads, connectionLimit: connectionLimit, ipv6: address.isIPv6, sockaddr: sockaddr,
+                context: context, failure: &failure)
         }
         guard let daemon else {
             Unmanaged<ServerCore>.fromOpaque(context).release()
             subscription.cancel()
+            core.hub.stop()
+            core.hangUps?.stop()
+            _ = core.workers.shutdown(until: Date(timeIntervalSinceNow: 1))
             throw HTTPServerError(listening: configuration.host, port: configuration.port, errno: failure)
         }
         self.core = core
@@ -99,14 +107,44 @@ package final class HTTPServer: Sendable {
     private static func stop(_ running: Running, core: ServerCore) {
         // Stop accepting; the listening socket is ours to close once the daemon no longer uses it.
         let listener = MHD_quiesce_daemon(running.daemon)
-        core.signals.stop()
+        core.beginStopping()
         running.subscription.cancel()
-        if !core.signals.waitForIdle(until: Date(timeIntervalSinceNow: Self.drainTimeout)) {
-            core.log(.warning, "requests still running after \(Int(Self.drainTimeout)) s are cut off")
+        // Every stream is resumed and ends; the jobs in flight finish (the queued ones answer 503) and resume theirs.
+        core.hub.stop()
+        let deadline = Date(timeIntervalSinceNow: Self.drainTimeout)
+        let drained = core.workers.shutdown(until: deadline)
+        // libmicrohttpd must not be stopped with a connection still suspended: wait (bounded) until every request,
+        // streams included, was completed after its resume.
+        let settled = Date(timeIntervalSinceNow: 2)
+        while core.requestsInFlight > 0, Date() < max(settled, drained ? settled : deadline) {
+            usleep(2_000)
+        }
+        core.hangUps?.stop()
+        guard drained else {
+            // A worker still waits for the database with its connection suspended; stopping libmicrohttpd now would be
+            // undefined behaviour, so the daemon is left to the process's exit.
+            core.log(.warning, "requests still running after \(Int(Self.drainTimeout)) s; the server stops without closing them")
+            if listener >= 0 { close(listener) }
+            return
         }
         MHD_stop_daemon(running.daemon)
         if listener >= 0 { close(listener) }
         Unmanaged.passUnretained(core).release()
+    }
+
+    /// libmicrohttpd's connection limit: streams plus other connections, with room for an uneven spread over the I/O
+    /// threads (each takes its share of the limit).
+    static func connectionLimit(_ configuration: ServerConfiguration, ioThreads: Int) -> Int {
+        let total = max(1, configuration.maximumStreams + configuration.maximumRequestConnections)
+        return ioThreads > 1 ? total + total / 8 : total
+    }
+
+    /// Raises the soft limit of open files towards `wanted` (at most the hard limit): every connection is a socket.
+    static func raiseOpenFileLimit(to wanted: Int) {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < rlim_t(wanted) else { return }
+        limit.rlim_cur = min(rlim_t(wanted), limit.rlim_max)
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
     }
 
     // MARK: - Starting libmicrohttpd
@@ -114,13 +152,12 @@ package final class HTTPServer: Sendable {
     /// `MHD_start_daemon_va` with an `MHD_OPTION_ARRAY` (Swift cannot call the variadic `MHD_start_daemon`).
     /// `sockaddr` and the option array need to live only during the call: libmicrohttpd binds before it returns.
     private static func startDaemon(
-        _ configuration: ServerConfiguration, ipv6: Bool, sockaddr: UnsafeMutableRawPointer, context: UnsafeMutableRawPointer,
-        failure: inout Int32
+        _ configuration: ServerConfiguration, ioThreads: Int, connectionLimit: Int, ipv6: Bool, sockaddr: UnsafeMutableRawPointer,
+        context: UnsafeMutableRawPointer, failure: inout Int32
     ) -> OpaquePointer? {
-        // poll(2), not select(2): a process with more than 1,024 open files (a busy server, a test run) gets socket
-        // numbers select cannot watch, and libmicrohttpd would drop those connections unanswered.
-        var flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_ITC.rawValue
-        flags |= MHD_USE_POLL.rawValue
+        // epoll with a pool of I/O threads; suspended connections (the event streams, requests waiting for a worker)
+        // leave the poll set until they are resumed through the inter-thread channel.
+        var flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ITC.rawValue
         flags |= MHD_USE_ERROR_LOG.rawValue
         if ipv6 { flags |= MHD_USE_IPv6.rawValue }
         let logger: MHD_LogCallback = { context, format, arguments in
@@ -133,9 +170,15 @@ package final class HTTPServer: Sendable {
             Unmanaged<ServerCore>.fromOpaque(context).takeUnretainedValue().log(
                 .warning, message.trimmingCharacters(in: .whitespacesAndNewlines))
         }
-        let completed: MHD_RequestCompletedCallback = { context, _, contextSlot, _ in
+        let completed: MHD_RequestCompletedCallback = { context, connection, contextSlot, _ in
             guard let context else { return }
-            Unmanaged<ServerCore>.fromOpaque(context).takeUnretainedValue().requestCompleted(contextSlot)
+            Unmanaged<ServerCore>.fromOpaque(context).takeUnretainedValue().requestCompleted(connection, contextSlot)
+        }
+        let connections: MHD_NotifyConnectionCallback = { context, connection, _, code in
+            guard let context, let connection else { return }
+            let core = Unmanaged<ServerCore>.fromOpaque(context).takeUnretainedValue()
+            // MHD_CONNECTION_NOTIFY_STARTED is 0, MHD_CONNECTION_NOTIFY_CLOSED 1.
+            if code.rawValue == 0 { core.connectionStarted(connection) } else { core.connectionClosed(connection) }
         }
         let handler: MHD_AccessHandlerCallback = { context, connection, url, method, _, upload, uploadSize, contextSlot in
             guard let context, let connection, let url, let method, let uploadSize, let contextSlot else { return .NO }
@@ -143,13 +186,22 @@ package final class HTTPServer: Sendable {
                 connection, path: String(cString: url), method: String(cString: method), upload: upload,
                 uploadSize: uploadSize, contextSlot: contextSlot)
         }
+        let perAddress = configuration.maximumConnectionsPerAddress
         // Two-pointer options carry the function in `value` and its closure in `ptr_value`.
         var options: [MHD_OptionItem] = [
             MHD_OptionItem(option: MHD_OPTION.EXTERNAL_LOGGER, value: unsafeBitCast(logger, to: Int.self), ptr_value: context),
-            MHD_OptionItem(option: MHD_OPTION.CONNECTION_LIMIT, value: configuration.maximumConnections, ptr_value: nil),
-            MHD_OptionItem(option: MHD_OPTION.CONNECTION_TIMEOUT, value: configuration.idleTimeout, ptr_value: nil),
+            MHD_OptionItem(option: MHD_OPTION.THREAD_POOL_SIZE, value: ioThreads, ptr_value: nil),
+            MHD_OptionItem(option: MHD_OPTION.CONNECTION_LIMIT, value: connectionLimit, ptr_value: nil),
+            // Over the per-address limit a request gets 503; 16 connections further, libmicrohttpd refuses at accept.
+            MHD_OptionItem(option: MHD_OPTION.PER_IP_CONNECTION_LIMIT, value: perAddress > 0 ? perAddress + 16 : 0, ptr_value: nil),
+            MHD_OptionItem(
+                option: MHD_OPTION.CONNECTION_TIMEOUT, value: min(configuration.headerTimeout, configuration.idleTimeout), ptr_value: nil),
+            // Each connection's memory pool holds its request headers and its response buffer; it is resident for as
+            // long as the connection is open, so it is what an idle event stream costs.
             MHD_OptionItem(option: MHD_OPTION.CONNECTION_MEMORY_LIMIT, value: configuration.maximumHeaders, ptr_value: nil),
+            MHD_OptionItem(option: MHD_OPTION.LISTEN_BACKLOG_SIZE, value: 4096, ptr_value: nil),
             MHD_OptionItem(option: MHD_OPTION.NOTIFY_COMPLETED, value: unsafeBitCast(completed, to: Int.self), ptr_value: context),
+            MHD_OptionItem(option: MHD_OPTION.NOTIFY_CONNECTION, value: unsafeBitCast(connections, to: Int.self), ptr_value: context),
             MHD_OptionItem(option: MHD_OPTION.SOCK_ADDR, value: 0, ptr_value: sockaddr),
             MHD_OptionItem(option: MHD_OPTION.END, value: 0, ptr_value: nil),
         ]

@@ -3,10 +3,11 @@
 /// `/api/events` (`Docs/HTTP.md`).
 ///
 /// The page sends `Authorization: Bearer TOKEN` with a token typed into its field (kept in `localStorage`) or, when
-/// the server runs with `--demo`, picked from `GET /api/demo/tokens`; `#user=alice` picks a demo user. It builds
-/// every element from text nodes, never from markup, so no post text is ever parsed as HTML. Elements the browser
-/// test uses carry `data-testid` attributes (`feed`, `post-ID`, `count-ID`, `open-ID`, `like-button`, `back`,
-/// `status`, `live`).
+/// the server runs with `--demo`, picked from `GET /api/demo/tokens`; `#user=alice` picks a demo user. It reads the
+/// event stream with `fetch` rather than `EventSource`, which cannot send the header (a token never goes in a URL),
+/// resuming with `Last-Event-ID`; without a token it shows the feed but no live updates. It builds every element
+/// from text nodes, never from markup, so no post text is ever parsed as HTML. Elements the browser test uses carry
+/// `data-testid` attributes (`feed`, `post-ID`, `count-ID`, `open-ID`, `like-button`, `back`, `status`, `live`).
 package enum LivePage {
     /// The document, UTF-8.
     package static let html: String = #"""
@@ -66,7 +67,7 @@ package enum LivePage {
         <script>
         'use strict';
         const $ = (id) => document.getElementById(id), KEY = 'feedsync.token';
-        const S = {token: '', viewer: null, demo: [], posts: new Map(), els: new Map(), cursor: null, open: null, seq: 0, es: null};
+        const S = {token: '', viewer: null, demo: [], posts: new Map(), els: new Map(), cursor: null, open: null, seq: 0, ctl: null};
         const say = (m) => { $('status').textContent = m || ''; };
         const path = (id) => '/api/posts/' + encodeURIComponent(id);
         const when = (t) => { const d = new Date(t); return isNaN(d) ? t : d.toLocaleString(); };
@@ -142,13 +143,59 @@ package enum LivePage {
           $('more').hidden = !S.cursor;
         }
         function live(state, text) { $('live').dataset.state = state; $('live').textContent = text; }
-        function listen() {
-          const es = S.es = new EventSource('/api/events?after=' + S.seq);
+        // The event stream, read with fetch: EventSource cannot send the token, and a token never goes in a URL. It
+        // resumes after the last id seen (Last-Event-ID) 1 s after an end or an error, up to 10 s while it fails.
+        async function listen(ctl) {
           live('connecting', '○ connecting…');
-          es.onopen = () => live('open', '● live');
-          es.onerror = () => es.readyState == 2 ? live('closed', '○ offline') : live('connecting', '○ reconnecting…');
-          es.onmessage = (m) => { try { onEvent(JSON.parse(m.data)); } catch (e) { say(e.message); } };
-          es.addEventListener('historyPruned', start);
+          for (let delay = 1000; ; delay = Math.min(2 * delay, 10000)) {
+            try {
+              const r = await fetch('/api/events', {signal: ctl.signal, cache: 'no-store', headers:
+                {Authorization: 'Bearer ' + S.token, 'Last-Event-ID': S.seq, Accept: 'text/event-stream'}});
+              if (r.status == 401) {
+                live('closed', '○ sign in for live updates');
+                return say((await r.json().catch(() => ({}))).error || 'the token was refused');
+              }
+              if (!r.ok || !r.body) throw new Error(r.status + ' ' + r.statusText);
+              live('open', '● live');
+              delay = 1000;
+              if (await read(r.body.getReader()) == 'historyPruned') return start();
+            } catch (e) {}
+            if (ctl.signal.aborted) return;
+            live('connecting', '○ reconnecting…');
+            await new Promise((ok) => setTimeout(ok, delay));
+            if (ctl.signal.aborted) return;
+          }
+        }
+        // Server-sent events: `id:`, `event:` and `data:` lines (`:` starts a comment), an event dispatched at each blank
+        // line; returns how the stream ended: 'end', or 'historyPruned'.
+        async function read(reader) {
+          const text = new TextDecoder();
+          let rest = '', type = '', data = null, id = null;
+          for (;;) {
+            const {value, done} = await reader.read();
+            if (done) return 'end';
+            const lines = (rest + text.decode(value, {stream: true})).split('\n');
+            rest = lines.pop();
+            for (const line of lines.map((l) => l.replace(/\r$/, ''))) {
+              if (!line) {
+                if (/^\d+$/.test(id)) S.seq = Math.max(S.seq, +id);
+                if (data != null && dispatch(type || 'message', data)) return type;
+                type = ''; data = null;
+                continue;
+              }
+              const i = line.indexOf(':'), field = i < 0 ? line : line.slice(0, i);
+              const v = i < 0 ? '' : line.slice(i + 1).replace(/^ /, '');
+              if (field == 'event') type = v;
+              else if (field == 'data') data = data == null ? v : data + '\n' + v;
+              else if (field == 'id') id = v;
+            }
+          }
+        }
+        // Returns true when the stream is to be left: the history after it was pruned. A stream that ends with `behind`
+        // (this page fell too far behind) is resumed like any other, after the last id seen.
+        function dispatch(type, data) {
+          if (type == 'message') try { onEvent(JSON.parse(data)); } catch (e) { say(e.message); }
+          return type == 'historyPruned';
         }
         function onEvent(e) {
           S.seq = Math.max(S.seq, e.seq);
@@ -161,16 +208,18 @@ package enum LivePage {
           }
         }
         async function start() {
-          if (S.es) S.es.close();
+          if (S.ctl) S.ctl.abort();
+          const ctl = S.ctl = new AbortController();
           S.posts.clear(); S.els.clear(); S.cursor = null;
           $('feed').replaceChildren();
           show(null);
           try {
             S.seq = (await api('GET', '/health')).lastSeq;
             await more();
-            listen();
             say('');
-          } catch (e) { live('closed', '○ offline'); say(e.message); }
+            if (ctl.signal.aborted) return;
+            S.token ? listen(ctl) : live('closed', '○ sign in for live updates');
+          } catch (e) { if (!ctl.signal.aborted) { live('closed', '○ offline'); say(e.message); } }
         }
         function use(token) {
           S.token = token;

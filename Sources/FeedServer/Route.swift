@@ -20,6 +20,8 @@ package enum Route: Sendable, Hashable {
     case syncPull
     /// `GET /api/demo/tokens`: the sample users' tokens, when the server runs with `--demo` (404 otherwise).
     case demoTokens
+    /// `GET /metrics`: Prometheus metrics (loopback only unless `serve --public-metrics`).
+    case metrics
 
     /// What a request asks for: a route, a known path with another method, or nothing.
     package enum Match: Sendable, Hashable {
@@ -44,9 +46,26 @@ package enum Route: Sendable, Hashable {
     /// Who the route serves.
     package var access: Access {
         switch self {
-        case .livePage, .health, .events, .demoTokens: .anyone
+        case .livePage, .health, .demoTokens, .metrics: .anyone
         case .feed, .post: .viewer
-        case .createPost, .like, .syncPush, .syncPull: .user
+        case .createPost, .like, .syncPush, .syncPull, .events: .user
+        }
+    }
+
+    /// The route's name in metrics: one of a fixed set, never an id from the path.
+    package var metricName: String {
+        switch self {
+        case .livePage: "page"
+        case .health: "health"
+        case .feed: "feed"
+        case .createPost: "createPost"
+        case .post: "post"
+        case .like(_, let liked): liked ? "like" : "unlike"
+        case .events: "events"
+        case .syncPush: "syncPush"
+        case .syncPull: "syncPull"
+        case .demoTokens: "demoTokens"
+        case .metrics: "metrics"
         }
     }
 
@@ -64,6 +83,7 @@ package enum Route: Sendable, Hashable {
         switch Array(parts.dropFirst()) {
         case [""]: methods = ["GET": .livePage]
         case ["health"]: methods = ["GET": .health]
+        case ["metrics"]: methods = ["GET": .metrics]
         case ["api", "feed"]: methods = ["GET": .feed]
         case ["api", "posts"]: methods = ["POST": .createPost]
         case ["api", "events"]: methods = ["GET": .events]

@@ -8,12 +8,32 @@ package struct ServerConfiguration: Sendable {
     package var maximumBody = 64 << 10
     /// The largest sync push body.
     package var maximumSyncBody = 8 << 20
-    /// The most bytes of request headers (libmicrohttpd answers 431 beyond).
-    package var maximumHeaders = 32 << 10
-    /// The most connections at once; more are refused at accept.
-    package var maximumConnections = 512
-    /// Seconds without progress after which a connection is closed.
+    /// The most bytes of request headers (libmicrohttpd answers 431 beyond): each connection's memory pool.
+    package var maximumHeaders = 16 << 10
+    /// The most event streams open at once (`serve --max-streams`); more get 503 with `Retry-After`.
+    package var maximumStreams = 10_000
+    /// The most connections besides event streams (API calls, `/health`, idle keep-alive connections); the server
+    /// holds `maximumStreams + maximumRequestConnections` connections and refuses more at accept.
+    package var maximumRequestConnections = 1_024
+    /// The most connections from one client address (`serve --max-connections-per-ip`; 0: no limit, for a server
+    /// behind a proxy that limits per client). A request on a connection over it gets 503; 16 more are refused at
+    /// accept.
+    package var maximumConnectionsPerAddress = 500
+    /// Threads that run the routes that wait for the database (`serve --workers`).
+    package var workers = 8
+    /// Requests that may wait for a worker; more get 503 with `Retry-After` at once.
+    package var maximumQueuedRequests = 1_024
+    /// I/O threads (libmicrohttpd's pool); 0: one per core.
+    package var ioThreads = 0
+    /// Events the shared tail of the event streams keeps; a live stream that falls further behind ends with
+    /// `event: behind`.
+    package var tailCapacity = 4_096
+    /// Seconds a new connection has to send its request's headers (without progress) before it is closed.
+    package var headerTimeout = 10
+    /// Seconds without progress after which a connection is closed, once its headers came.
     package var idleTimeout = 30
+    /// Whether `GET /metrics` answers other addresses than loopback (`serve --public-metrics`).
+    package var publicMetrics = false
     /// Seconds between the comment lines that keep an idle event stream open.
     package var heartbeat = 15
     /// Demo mode: the page offers the sample users' tokens (loopback only).

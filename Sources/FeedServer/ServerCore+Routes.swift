@@ -5,12 +5,92 @@ internal import Foundation
 internal import Synchronization
 
 extension ServerCore {
-    /// Runs a route that answers with one complete response, on the connection's thread (FeedService's blocking API).
-    func answer(_ route: Route, connection: OpaquePointer, context: RequestContext) -> HTTPAnswer {
+    /// The answer of a route that needs no database (on the I/O thread), or `nil` for one that runs on a worker.
+    func inlineAnswer(_ route: Route, connection: OpaquePointer) -> HTTPAnswer? {
+        switch route {
+        case .livePage:
+            return HTTPAnswer(status: 200, headers: [("Content-Type", "text/html; charset=utf-8")], body: Array(LivePage.html.utf8))
+        case .metrics:
+            return HTTPAnswer(
+                status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")], body: Array(metrics.render().utf8))
+        case .demoTokens:
+            guard configuration.demo else { return .error(404, code: "notFound", "no route GET /api/demo/tokens") }
+            return .json(
+                200,
+                .array(
+                    configuration.demoUsers.map { demo in
+                        .object([("user", .string(demo.user)), ("name", .string(demo.name)), ("token", .string(demo.token))])
+                    }))
+        default:
+            return nil
+        }
+    }
+
+    /// Runs a route that needs the database, on a worker: the token first, then the route.
+    func run(_ route: Route, context: RequestContext) -> RequestContext.Outcome {
+        let userID: String?
+        switch authenticate(context.authorization, access: route.access) {
+        case .refused(let answer): return .answer(answer)
+        case .user(let user): userID = user
+        case .anonymous: userID = nil
+        }
+        if route == .events, let userID { return openEventStream(for: userID, context: context) }
+        return .answer(answer(route, userID: userID, context: context))
+    }
+
+    /// The stream of `userID` after `Last-Event-ID` or `after`.
+    private func openEventStream(for userID: String, context: RequestContext) -> RequestContext.Outcome {
+        var after: Int64 = 0
+        if let given = context.after {
+            guard let parsed = Int64(given), parsed >= 0 else {
+                return .answer(.error(400, code: "invalidRequest", "invalid seq \(FeedError.quoted(given)): pass a seq, 0 or more"))
+            }
+            after = parsed
+        }
+        return .stream(EventStream(id: hub.makeStreamID(), viewerID: userID, after: after, hub: hub, workers: workers))
+    }
+
+    /// Answers `GET /api/events` with the stream a worker opened: a callback response whose reader is the stream
+    /// (on the I/O thread).
+    func startEventStream(_ stream: EventStream, on connection: OpaquePointer, context: RequestContext) -> MHD_Result {
+        stream.attach(connection)
+        guard hub.register(stream) else {
+            var answer = HTTPAnswer.unavailable("the server is stopping; retry on another or later", retryAfter: 1)
+            answer.headers.append(("Connection", "close"))
+            return queue(answer, on: connection, context: context)
+        }
+        context.stream = stream
+        let reader = Unmanaged.passRetained(stream).toOpaque()
+        // The response holds the stream until libmicrohttpd frees it, which calls `release` exactly once.
+        let response = MHD_create_response_from_callback(
+            UInt64.max, 4 << 10,  // MHD_SIZE_UNKNOWN: sent chunked
+            { stream, _, buffer, size in
+                guard let stream, let buffer else { return EventStream.endWithError }
+                return Unmanaged<EventStream>.fromOpaque(stream).takeUnretainedValue().read(into: buffer, capacity: size)
+            },
+            reader,
+            { stream in
+                guard let stream else { return }
+                Unmanaged<EventStream>.fromOpaque(stream).release()
+            })
+        guard let response else {
+            Unmanaged<EventStream>.fromOpaque(reader).release()
+            return .NO
+        }
+        defer { MHD_destroy_response(response) }
+        _ = MHD_add_response_header(response, "Content-Type", "text/event-stream")
+        _ = MHD_add_response_header(response, "Cache-Control", "no-cache")
+        // nginx: never buffer this response, whatever the location's proxy_buffering says.
+        _ = MHD_add_response_header(response, "X-Accel-Buffering", "no")
+        hangUps?.add(feedsync_mhd_connection_fd(connection), stream: stream.id)
+        record(status: 200, context: context)
+        return MHD_queue_response(connection, 200, response)
+    }
+
+    /// Runs a route that answers with one complete response, on a worker (FeedService's blocking API).
+    private func answer(_ route: Route, userID: String?, context: RequestContext) -> HTTPAnswer {
         do throws(FeedError) {
             switch route {
-            case .livePage:
-                return HTTPAnswer(status: 200, headers: [("Content-Type", "text/html; charset=utf-8")], body: Array(LivePage.html.utf8))
             case .health:
                 let service = service
                 let lastSeq = try Self.database { try service.backend.readOnce { tx in try tx.lastSeq() } }
@@ -18,7 +98,7 @@ extension ServerCore {
                     200,
                     .object([("status", .string("ok")), ("backend", .string(service.backend.backendName)), ("lastSeq", .int(lastSeq))]))
             case .feed:
-                let limitText = query(connection, "limit")
+                let limitText = context.pageLimit
                 guard let limit = limitText.map({ Int($0) }) ?? Self.defaultPageSize,
                     (1...FeedService.maximumPageSize).contains(limit)
                 else {
@@ -27,40 +107,32 @@ extension ServerCore {
                         "invalid limit \(FeedError.quoted(limitText ?? "")): use 1 to \(FeedService.maximumPageSize)")
                 }
                 var cursor: FeedCursor?
-                if let text = query(connection, "before") {
+                if let text = context.before {
                     guard let parsed = FeedCursor(text) else {
                         return .error(400, code: "invalidRequest", "invalid cursor \(FeedError.quoted(text)): pass a page's nextCursor")
                     }
                     cursor = parsed
                 }
-                return .json(200, JSONShapes.page(try service.feedPage(viewerID: context.userID, before: cursor, limit: limit)))
+                return .json(200, JSONShapes.page(try service.feedPage(viewerID: userID, before: cursor, limit: limit)))
             case .post(let id):
-                let detail = try service.post(id: id, viewerID: context.userID)
+                let detail = try service.post(id: id, viewerID: userID)
                 return .json(200, JSONShapes.post(detail.post, liked: detail.liked))
             case .createPost:
-                guard let userID = context.userID else { return .unauthorized("this route needs a token") }
+                guard let userID else { return .unauthorized("this route needs a token") }
                 guard let request = try? JSONDecoder().decode(NewPost.self, from: Data(context.body)) else {
                     return .error(400, code: "invalidRequest", #"the body is not JSON {"id"?: text, "body": text}"#)
                 }
                 let post = try service.createPost(id: request.id, authorID: userID, body: request.body)
                 return .json(201, JSONShapes.post(post, liked: false))
             case .like(let postID, let liked):
-                guard let userID = context.userID else { return .unauthorized("this route needs a token") }
+                guard let userID else { return .unauthorized("this route needs a token") }
                 let result = liked ? try service.like(userID: userID, postID: postID) : try service.unlike(userID: userID, postID: postID)
                 return .json(200, JSONShapes.likeResult(result))
             case .syncPush, .syncPull:
-                guard let userID = context.userID else { return .unauthorized("this route needs a token") }
+                guard let userID else { return .unauthorized("this route needs a token") }
                 return sync(route == .syncPush ? .push : .pull, body: Data(context.body), userID: userID)
-            case .demoTokens:
-                guard configuration.demo else { return .error(404, code: "notFound", "no route GET /api/demo/tokens") }
-                return .json(
-                    200,
-                    .array(
-                        configuration.demoUsers.map { demo in
-                            .object([("user", .string(demo.user)), ("name", .string(demo.name)), ("token", .string(demo.token))])
-                        }))
-            case .events:
-                return .error(500, code: "internal", "the event stream is not a complete answer")
+            case .livePage, .metrics, .demoTokens, .events:
+                return .error(500, code: "internal", "\(route.metricName) is not answered by a worker")
             }
         } catch {
             if error.category != .data { log(.warning, "\(route) failed: \(error)") }
@@ -77,8 +149,8 @@ extension ServerCore {
         }
     }
 
-    /// Runs the replica protocol's route as `userID` with ``SyncEndpoint``, on the connection's own thread: nothing
-    /// here waits for Swift's cooperative pool, which a busy process may have starved.
+    /// Runs the replica protocol's route as `userID` with ``SyncEndpoint``, on a worker: nothing here waits for Swift's
+    /// cooperative pool, which a busy process may have starved.
     private func sync(_ route: SyncEndpoint.Route, body: Data, userID: String) -> HTTPAnswer {
         let response = SyncEndpoint(service: service).respondOnThisThread(to: route, body: body, userID: userID)
         return HTTPAnswer(status: UInt32(response.status), headers: [("Content-Type", "application/json")], body: Array(response.body))

@@ -13,8 +13,9 @@ public import FeedDomain
     /// Failures that may pass — no connection, a timeout, a 5xx answer — are ``SyncError/unavailable(_:)``, so
     /// ``ReplicaSync`` retries them; 401 is ``SyncError/unauthorized``, and the server's other JSON errors map to their
     /// ``SyncError`` cases. ``waitForChanges(after:timeout:)`` listens on the server's event stream
-    /// (`/api/events?after=SEQ`) until the first event or the timeout. The token is sent in the `Authorization` header
-    /// only, and never appears in an error.
+    /// (`/api/events?after=SEQ`) until the first event or the timeout, and throws ``SyncError/unauthorized`` when the
+    /// stream refuses the token. The token is sent in the `Authorization` header only (the event stream's request
+    /// included), and never appears in an error.
     public final class HTTPSyncTransport: SyncTransport {
         /// The server's base URL, such as `http://127.0.0.1:8080/`.
         public let baseURL: URL
@@ -50,6 +51,7 @@ public import FeedDomain
             guard let url = components?.url else { throw .invalidRequest("the server URL cannot take a path") }
             var request = URLRequest(url: url)
             request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
+            request.setValue("Bearer " + token, forHTTPHeaderField: "Authorization")
             request.timeoutInterval = Double(timeout.components.seconds) + 1
             let listener = FirstEventListener()
             // A session of its own, with the listener as its delegate: the stream's bytes reach it as they arrive.
@@ -71,6 +73,8 @@ public import FeedDomain
             }
             task.cancel()
             listener.finish()
+            // A refused token ends the wait at once: say so, rather than as if changes had come.
+            if (task.response as? HTTPURLResponse)?.statusCode == 401 { throw .unauthorized }
         }
 
         // MARK: - Requests

@@ -85,8 +85,9 @@ final class KeepAliveConnection: @unchecked Sendable {
     }
 }
 
-/// A `GET /api/events?after=SEQ` client on a thread of its own: decodes the chunked stream, and records each event's
-/// seq (its `id:`) and when the last one arrived, until the stream ends.
+/// A `GET /api/events?after=SEQ` client on a thread of its own, sending `Authorization: Bearer TOKEN` (the stream is
+/// private): decodes the chunked stream, and records each event's seq (its `id:`) and when the last one arrived, until
+/// the stream ends.
 final class SSEFollower: Sendable {
     private struct State {
         var status: Int?
@@ -100,9 +101,10 @@ final class SSEFollower: Sendable {
     private let fd: Int32
     private let state = Mutex(State())
 
-    init(port: UInt16, after: Int64) throws {
+    init(port: UInt16, after: Int64, token: String) throws {
         fd = try loopbackSocket(port: port, timeout: 120)
-        let request = "GET /api/events?after=\(after) HTTP/1.1\r\nHost: bench\r\nAccept: text/event-stream\r\n\r\n"
+        let request =
+            "GET /api/events?after=\(after) HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer \(token)\r\nAccept: text/event-stream\r\n\r\n"
         try sendAll(fd, Array(request.utf8))
         let thread = Thread { [self] in readLoop() }
         thread.name = "w9-follower"

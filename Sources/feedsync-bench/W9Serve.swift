@@ -3,12 +3,13 @@ import Foundation
 
 /// W9: W7's toggles through the real `feedsync serve`, measured beside the same toggles in-process.
 ///
-/// Setup: a database seeded like W7's (no likes) and a token per client user; then `feedsync serve` (the executable
-/// beside this one) as a child process on a free loopback port. C clients (`--clients 16`) each hold one keep-alive
-/// HTTP/1.1 connection on a thread of their own and act as one user (`user1` … `userC`): op i of the toggle stream
-/// goes to client i mod C, which sends `PUT /api/posts/{post}/like` when its user does not like the post and
-/// `DELETE` when it does, tracking its own set. F followers (`--followers 2`) read `GET /api/events?after=HEAD`
-/// meanwhile. The timer runs from the start barrier opening to the last client's last answer.
+/// Setup: a database seeded like W7's (no likes), a token per client user and one for the followers; then `feedsync
+/// serve` (the executable beside this one) as a child process on a free loopback port. C clients (`--clients 16`) each
+/// hold one keep-alive HTTP/1.1 connection on a thread of their own and act as one user (`user1` … `userC`): op i of
+/// the toggle stream goes to client i mod C, which sends `PUT /api/posts/{post}/like` when its user does not like the
+/// post and `DELETE` when it does, tracking its own set. F followers (`--followers 2`) read
+/// `GET /api/events?after=HEAD` meanwhile, with the token of a user who toggles nothing. The timer runs from the start
+/// barrier opening to the last client's last answer.
 ///
 /// The peer, in the same run: the same ops from the same number of threads calling `FeedService.toggle` in-process on
 /// a fresh identical database. Checked (`ok`): every answer is 200 and says what the client expected; every follower

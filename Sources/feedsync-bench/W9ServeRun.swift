@@ -24,9 +24,12 @@ enum W9ServeRun {
         let database = try CrossDatabase(backend)
         defer { database.remove() }
 
-        // The database, seeded, with a token per client; closed before the server opens it.
+        // The database, seeded, with a token per client and one for the followers; closed before the server opens it.
+        // The followers' user is the first who toggles nothing (client 0's when every user is a client): each like
+        // reaches its streams as a `likeCountChanged`, with the like's seq.
         let start = monotonicNanos()
         var tokens: [String] = []
+        let followerToken: String
         do {
             let service = try FeedService(location: database.location)
             defer { service.close() }
@@ -34,6 +37,7 @@ enum W9ServeRun {
             for client in 0..<plan.clients {
                 tokens.append(try service.issueToken(userID: W9Plan.user(client), label: "w9").token)
             }
+            followerToken = try service.issueToken(userID: W9Plan.user(plan.clients % plan.users), label: "w9-follower").token
         }
         outcome.seedSeconds = seconds(since: start)
 
@@ -51,7 +55,7 @@ enum W9ServeRun {
             head = lastSeq
             connections.append(connection)
         }
-        let followers = try (0..<followerCount).map { _ in try SSEFollower(port: server.port, after: head) }
+        let followers = try (0..<followerCount).map { _ in try SSEFollower(port: server.port, after: head, token: followerToken) }
         for follower in followers where !follower.wait(timeout: 30, until: { $0.status != nil }) || follower.status != 200 {
             throw BenchError("GET /api/events answered \(follower.status.map(String.init) ?? "nothing")")
         }

@@ -5,7 +5,8 @@ import Foundation
 #endif
 
 /// A client of `GET /api/events` on a thread of its own: it parses the stream as a browser's `EventSource` would and
-/// records every event, comment and named event until the stream ends or ``close()`` is called.
+/// records every event, comment and named event until the stream ends or ``close()`` is called. It sends its token as
+/// `Authorization: Bearer TOKEN` (the stream is private: a viewer sees its own likes, other users' as counts).
 final class EventFollower: @unchecked Sendable {
     /// One server-sent event.
     struct Event: Equatable {
@@ -23,10 +24,11 @@ final class EventFollower: @unchecked Sendable {
     private var headers: [String: String] = [:]
     private let fd: Int32
 
-    /// Connects and sends the request; the stream is read on a new thread.
-    init(port: UInt16, query: String = "", lastEventID: String? = nil, host: String = "127.0.0.1") throws {
+    /// Connects and sends the request with `token` (none: anonymous); the stream is read on a new thread.
+    init(port: UInt16, token: String?, query: String = "", lastEventID: String? = nil, host: String = "127.0.0.1") throws {
         fd = try HTTPTestClient.connect(port: port, host: host, timeout: 60)
         var request = "GET /api/events\(query) HTTP/1.1\r\nHost: test\r\nAccept: text/event-stream\r\nConnection: close\r\n"
+        if let token { request += "Authorization: Bearer \(token)\r\n" }
         if let lastEventID { request += "Last-Event-ID: \(lastEventID)\r\n" }
         HTTPTestClient.send(fd, Array((request + "\r\n").utf8))
         let thread = Thread { [self] in readLoop() }

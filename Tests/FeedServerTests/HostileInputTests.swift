@@ -40,7 +40,7 @@ import Testing
         defer { server.stop() }
         let port = server.port
         let startSeq = try #require(try HTTPTestClient.request("GET", "/health", port: port).json["lastSeq"] as? Int)
-        let follower = try EventFollower(port: port, query: "?after=\(startSeq)")
+        let follower = try EventFollower(port: port, token: tokens[0], query: "?after=\(startSeq)")
         defer { follower.close() }
         #expect(follower.wait { $0.response.status == 200 })
 

@@ -95,8 +95,9 @@ struct HostileRequest {
                     "/api/posts/%zz", "/api/posts/%", "/api/posts/%ff%fe", "/api/feed?limit=%zz", "/api/feed?before=%ff",
                     "/api/posts/%00p1", "/api/events?after=%2", "/api/posts/p1%2Flike",
                 ].randomElement(using: &generator) ?? "/%"
-            return HostileRequest(
-                kind: "bad percent-encoding", bytes: request("GET \(path) HTTP/1.1"), halfClose: false, allowed: handler, json: true)
+            // The event stream needs a token: without one its answer would be 401, whatever the parameters.
+            let head = "GET \(path) HTTP/1.1" + (path.hasPrefix("/api/events") ? "\r\n\(auth)" : "")
+            return HostileRequest(kind: "bad percent-encoding", bytes: request(head), halfClose: false, allowed: handler, json: true)
         case 13:
             let headers: String
             if Bool.random(using: &generator) {

@@ -12,7 +12,8 @@ import Testing
 /// Likes and a new post committed by another `feedsync` process reach both pages (the time is measured and printed),
 /// the post's Korean text with code and markup shows as the same text; then, signed in with the demo tokens, a like
 /// clicked in one page reaches the other's feed (measured again), the detail view follows the other user's likes
-/// and unlikes, and back shows the feed with the viewer's filled heart. Each page ends in a screenshot under `$FEEDSYNC_ARTIFACTS_DIR` (default
+/// and unlikes, and back shows the feed with the viewer's filled heart; a page without a token shows the feed but does
+/// not follow the event stream, which needs one. Each page ends in a screenshot under `$FEEDSYNC_ARTIFACTS_DIR` (default
 /// `.build/artifacts`). Without chromium the test is skipped with a notice, except under `CI=true`, where it fails.
 // Blocks: waits for a `feedsync serve` child process and a headless browser.
 @Suite(.ownThreads, .heavy)
@@ -54,6 +55,7 @@ struct LivePageBrowserTests {
             try await seedsFlow(alice, bob)
             try await saveScreenshot(alice, name: "live-page-a.png")
             try await saveScreenshot(bob, name: "live-page-b.png")
+            try await anonymousPage(browser, database: database, home: directory.path)
         } catch {
             Issue.record(error, "page errors: \(browser.pageErrors)\nserver output: \(server.log)")
         }
@@ -133,6 +135,22 @@ struct LivePageBrowserTests {
         #expect(try await alice.string(text("count-post2")).hasPrefix("❤️"))
         #expect(try await bob.string(text("count-post2")).hasPrefix("🤍"))
         // Bob's page stays on post2's detail for its screenshot.
+    }
+
+    /// A page without a token, on a second server without `--demo` (another origin, so no saved token): the feed shows,
+    /// and the live indicator asks to sign in instead of requesting the event stream.
+    private func anonymousPage(_ browser: Chromium, database: String, home: String) async throws {
+        let server = try ServeProcess(database: database, home: home)
+        defer { server.stop() }
+        let page = try await browser.newPage()
+        try await page.navigate(to: server.url)
+        try await page.waitUntil(
+            "\(element("post-post2"))?.checkVisibility() && \(text("viewer")) === 'anonymous' && "
+                + "\(text("live")) === \(BrowserPage.literal("○ sign in for live updates"))")
+        #expect(try await page.string(attribute("live", "data-state")) == "closed")
+        let requested = "performance.getEntriesByType('resource').map((r) => new URL(r.name).pathname).join(' ')"
+        #expect(try await !page.string(requested).contains("/api/events"), "the anonymous page requested the event stream")
+        try await saveScreenshot(page, name: "live-page-anonymous.png")
     }
 
     // MARK: - Helpers

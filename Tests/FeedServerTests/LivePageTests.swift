@@ -19,6 +19,10 @@ import Testing
         #expect(!html.contains("<link") && !html.contains(" src=") && !html.contains("@import"))
         // Post text never goes through the HTML parser.
         #expect(!html.contains("innerHTML") && !html.contains("outerHTML") && !html.contains("insertAdjacentHTML"))
+        // The event stream is read with fetch and the token in a header: EventSource cannot send one, and a token never
+        // goes in a URL.
+        #expect(!html.contains("new EventSource") && !html.contains("token="))
+        #expect(html.contains("fetch('/api/events'") && html.contains("Authorization: 'Bearer ' + S.token, 'Last-Event-ID': S.seq"))
         for testID in ["feed", "like-button", "back", "status", "live", "detail-count"] {
             #expect(html.contains("data-testid=\"\(testID)\""), "data-testid \(testID)")
         }

@@ -28,7 +28,7 @@ import Testing
         defer { serverB.stop() }
         let (a, b) = (serverA.port, serverB.port)
         let start = try #require(try HTTPTestClient.request("GET", "/health", port: b).json["lastSeq"] as? Int)
-        let followers = try [a, b].map { try EventFollower(port: $0, query: "?after=\(start)") }
+        let followers = try [a, b].map { try EventFollower(port: $0, token: token, query: "?after=\(start)") }
         defer { for follower in followers { follower.close() } }
         for follower in followers { #expect(follower.wait { $0.response.status == 200 }) }
 

@@ -80,7 +80,7 @@ import Testing
             (try sut.request("POST", "/api/posts", token: "tok-alice", body: #"{"id":"p1","body":"dup"}"#), 409, "postAlreadyExists"),
             (try sut.request("POST", "/api/posts", token: "tok-alice", body: #"{"body":""}"#), 400, "invalidValue"),
             (try sut.request("POST", "/api/posts", token: "tok-alice", body: #"{"id":"a b","body":"x"}"#), 400, "invalidValue"),
-            (try sut.request("GET", "/api/events?after=-1"), 400, "invalidRequest"),
+            (try sut.request("GET", "/api/events?after=-1", token: "tok-alice"), 400, "invalidRequest"),
             (try sut.request("POST", "/api/sync/pull", token: "tok-alice", body: "[]"), 400, "invalidRequest"),
         ]
         for (response, status, code) in cases {

@@ -16,7 +16,8 @@ import Testing
     func aCommitByAnotherProcessReachesAFollower(on backend: TestBackend) throws {
         guard let sut = try ServerFixture(on: backend, watchOtherProcesses: true) else { return }
         defer { sut.close() }
-        let follower = try EventFollower(port: sut.port, query: "?after=6")
+        // Carol follows her own like: her stream shows it with her id.
+        let follower = try EventFollower(port: sut.port, token: "tok-carol", query: "?after=6")
         #expect(follower.wait { $0.response.status == 200 })
         let run = try ChildProcess.run(["--db", sut.location, "--user", "carol", "like", "p1"], home: sut.dir.path)
         #expect(run.status == 0, "\(run.stderr)")
@@ -32,6 +33,9 @@ import Testing
         try setup.createUser(id: "alice")
         try setup.createPost(id: "p1", authorID: "alice", body: "served")
         setup.close()
+        let issued = try ChildProcess.run(["--db", location, "token", "issue", "--user", "alice"], home: dir.path)
+        try #require(issued.status == 0, "\(issued.stderr)")
+        let token = issued.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
 
         let child = try ChildProcess(["--db", location, "serve", "--listen", "127.0.0.1:0"], home: dir.path)
         let line = try #require(child.firstLine(), "\(child.stderr)")
@@ -44,7 +48,7 @@ import Testing
         let feed = try HTTPTestClient.request("GET", "/api/feed", port: port)
         #expect(feed.status == 200)
         #expect((feed.json["posts"] as? [[String: Any]])?.first?["id"] as? String == "p1")
-        let follower = try EventFollower(port: port)
+        let follower = try EventFollower(port: port, token: token)
         #expect(follower.wait { $0.seqs == [1, 2] })
 
         child.send(SIGTERM)

@@ -5,10 +5,10 @@ import Foundation
 
 /// A database on one backend with users alice, bob and carol and posts p1…p3, served on a free loopback port.
 ///
-/// Tokens come from a fixed dictionary (`tok-alice` → alice, `tok-bob` → bob); `tok-gone` stands for a revoked token,
+/// Tokens come from a fixed dictionary (`tok-alice` → alice, and so on); `tok-gone` stands for a revoked token,
 /// and `tok-slow` is alice's after a second (it signals ``slowTokenSeen`` first): a request still in flight.
 final class ServerFixture: Sendable {
-    static let tokens = ["tok-alice": "alice", "tok-bob": "bob"]
+    static let tokens = ["tok-alice": "alice", "tok-bob": "bob", "tok-carol": "carol"]
 
     let dir: TemporaryDirectory
     let location: String

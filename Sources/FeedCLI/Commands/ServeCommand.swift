@@ -10,6 +10,14 @@ struct ServeCommand: Sendable, Hashable {
     let port: UInt16
     /// Demo mode: sample data in an empty database, and the page offers the sample users' tokens.
     let demo: Bool
+    /// `--max-streams`: event streams open at once.
+    var maximumStreams = 10_000
+    /// `--max-connections-per-ip`: connections from one client address (0: no limit).
+    var maximumConnectionsPerAddress = 500
+    /// `--workers`: threads for the routes that wait for the database.
+    var workers = 8
+    /// `--public-metrics`: `/metrics` answers every address, not only loopback.
+    var publicMetrics = false
 
     /// Where `serve` listens without `--listen`.
     static let defaultListen = "127.0.0.1:8080"

@@ -174,6 +174,18 @@ enum CommandCatalog {
                 OptionSpec(
                     name: "demo", valueName: nil,
                     help: "Fill an empty database with the sample data and offer the sample users' tokens (loopback only)."),
+                OptionSpec(
+                    name: "max-streams", valueName: "N",
+                    help: "Event streams open at once (default 10000); more get 503 with Retry-After."),
+                OptionSpec(
+                    name: "max-connections-per-ip", valueName: "N",
+                    help: "Connections from one client address (default 500; 0 for none, behind a proxy that limits per client)."),
+                OptionSpec(
+                    name: "workers", valueName: "N",
+                    help: "Threads for the requests that wait for the database (default 8, 1 to 256)."),
+                OptionSpec(
+                    name: "public-metrics", valueName: nil,
+                    help: "Serve GET /metrics to every address, not only loopback."),
             ],
             needsUser: false,
             notes: [

@@ -153,7 +153,13 @@ enum CommandParser {
         case "token list": return .tokenList
         case "token revoke": return .tokenRevoke(TokenRevokeCommand(id: words[0]))
         case "serve":
-            return .serve(try ServeCommand(listen: options.string("listen") ?? ServeCommand.defaultListen, demo: options.flag("demo")))
+            var serve = try ServeCommand(listen: options.string("listen") ?? ServeCommand.defaultListen, demo: options.flag("demo"))
+            serve.maximumStreams = try options.int("max-streams", in: 0...1_000_000) ?? serve.maximumStreams
+            serve.maximumConnectionsPerAddress =
+                try options.int("max-connections-per-ip", in: 0...1_000_000) ?? serve.maximumConnectionsPerAddress
+            serve.workers = try options.int("workers", in: 1...256) ?? serve.workers
+            serve.publicMetrics = options.flag("public-metrics")
+            return .serve(serve)
         case "completions":
             guard let shell = CompletionShell(rawValue: words[0]) else { throw .unknownShell(words[0]) }
             return .completions(shell)

@@ -38,6 +38,10 @@ internal import FeedSync
             configuration.host = command.host
             configuration.port = command.port
             configuration.demo = command.demo
+            configuration.maximumStreams = command.maximumStreams
+            configuration.maximumConnectionsPerAddress = command.maximumConnectionsPerAddress
+            configuration.workers = command.workers
+            configuration.publicMetrics = command.publicMetrics
             if command.demo { configuration.demoUsers = try demoUsers(service) }
             let server: HTTPServer
             do {

@@ -40,3 +40,19 @@ public struct EventRecord: Sendable, Hashable, Codable {
         self.at = at
     }
 }
+
+extension EventRecord {
+    /// The event as `viewerID` may see it — the one rule for every per-user view of the log (a replica's pull, an
+    /// HTTP event stream): the viewer's own likes and unlikes as they are, another user's as a
+    /// ``EventKind/likeCountChanged`` with no user id; every other event unchanged (a post's author and a user's
+    /// creation are public).
+    public func seen(by viewerID: String?) -> EventRecord {
+        guard kind == .liked || kind == .unliked, userID != viewerID else { return self }
+        return EventRecord(seq: seq, kind: .likeCountChanged, userID: "", postID: postID, likeCount: likeCount, at: at)
+    }
+
+    /// Whether ``seen(by:)`` shows this event differently to its own user than to everyone else.
+    public var isPrivateToItsUser: Bool {
+        (kind == .liked || kind == .unliked) && !userID.isEmpty
+    }
+}

@@ -215,7 +215,8 @@ extension FeedService {
     }
 
     /// How the replica's user sees one event of the source.
-    private static func change(for event: EventRecord, viewer: String, in tx: any FeedTransaction) throws -> SyncChange {
+    private static func change(for record: EventRecord, viewer: String, in tx: any FeedTransaction) throws -> SyncChange {
+        let event = record.seen(by: viewer)
         let at = millis(event.at)
         switch event.kind {
         case .userCreated:
@@ -227,11 +228,9 @@ extension FeedService {
                 seq: event.seq, kind: .post, userID: event.userID, postID: event.postID, body: post?.body ?? "",
                 likeCount: post == nil ? nil : 0, at: at)
         case .liked, .unliked:
-            if event.userID == viewer {
-                return SyncChange(
-                    seq: event.seq, kind: .like, postID: event.postID, liked: event.kind == .liked, likeCount: event.likeCount, at: at)
-            }
-            return SyncChange(seq: event.seq, kind: .likeCount, postID: event.postID, likeCount: event.likeCount, at: at)
+            // Only the viewer's own: another user's like is a count change once seen by the viewer.
+            return SyncChange(
+                seq: event.seq, kind: .like, postID: event.postID, liked: event.kind == .liked, likeCount: event.likeCount, at: at)
         case .likeCountChanged:
             return SyncChange(seq: event.seq, kind: .likeCount, postID: event.postID, likeCount: event.likeCount, at: at)
         }

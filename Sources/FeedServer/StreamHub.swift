@@ -1,0 +1,284 @@
+internal import FeedJSON
+internal import FeedSync
+internal import Foundation
+
+/// One event of the shared tail, encoded once per visibility as a complete server-sent event (`id:` and `data:`).
+struct TailFrame: Sendable {
+    let seq: Int64
+    /// The user who sees ``own``; empty when everyone sees ``shared``.
+    let ownerID: String
+    /// The event as every other viewer sees it (``FeedCore/EventRecord/seen(by:)``).
+    let shared: [UInt8]
+    /// The event as ``ownerID`` sees it.
+    let own: [UInt8]
+    /// When the event was committed.
+    let committed: Date
+
+    init(_ event: EventRecord) {
+        seq = event.seq
+        committed = event.at
+        if event.isPrivateToItsUser {
+            ownerID = event.userID
+            own = Self.encode(event)
+            shared = Self.encode(event.seen(by: nil))
+        } else {
+            ownerID = ""
+            own = []
+            shared = Self.encode(event)
+        }
+    }
+
+    func bytes(for viewerID: String) -> [UInt8] {
+        !ownerID.isEmpty && ownerID == viewerID ? own : shared
+    }
+
+    /// `id: SEQ`, `data: JSON`, a blank line.
+    static func encode(_ event: EventRecord) -> [UInt8] {
+        Array("id: \(event.seq)\ndata: \(JSONShapes.event(event).rendered)\n\n".utf8)
+    }
+}
+
+/// The fan-out: one read of the log per commit for every stream of the server, and the shared tail of encoded events
+/// that the streams copy from (`Docs/HTTP.md`, "The event stream").
+///
+/// The bridge's one sink calls ``noteCommitted(_:)`` (on the delivery executor; it only records the seq and signals).
+/// The fan-out thread then reads the log after the last seq it has — once, however many streams are open — encodes
+/// each event once per visibility into ``TailFrame``s, appends them to the tail (the newest `capacity` events), and
+/// wakes every stream that waits. A stream's reader, on an I/O thread, copies whole frames after its cursor with
+/// ``copy(after:for:into:capacity:)``. A stream whose cursor is older than the tail catches up from the log on a
+/// worker (a stream that starts behind) or is ended with `event: behind` (a live stream that fell behind).
+///
+/// Locks: `condition` guards everything here; a stream's reader takes it inside the stream's own lock, never the
+/// other way round: the fan-out and ``stop()`` take a snapshot of the streams under it and wake them after unlocking.
+///
+/// `@unchecked Sendable`: every stored `var` is read and written only with `condition` locked.
+final class StreamHub: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var frames: [TailFrame] = []
+    /// The seq of `frames.first`, or `lastSeq + 1` when the tail is empty.
+    private var firstSeq: Int64
+    /// The last seq in the tail: every seq up to it was read.
+    private var lastSeq: Int64
+    /// The highest seq the bridge announced.
+    private var announced: Int64
+    private var streams: [Int: EventStream] = [:]
+    private var generation = 0
+    private var stopping = false
+    private var nextStreamID = 1
+
+    let service: FeedService
+    let capacity: Int
+    let heartbeat: Double
+    let metrics: ServerMetrics
+    let log: @Sendable (String) -> Void
+    private var thread: Thread?
+
+    /// Starts the fan-out thread at `lastSeq`, the log's head when the server starts.
+    init(
+        service: FeedService, lastSeq: Int64, capacity: Int, heartbeat: Double, metrics: ServerMetrics,
+        log: @escaping @Sendable (String) -> Void
+    ) {
+        self.service = service
+        self.lastSeq = lastSeq
+        announced = lastSeq
+        firstSeq = lastSeq + 1
+        self.capacity = max(capacity, 1)
+        self.heartbeat = heartbeat
+        self.metrics = metrics
+        self.log = log
+        metrics.lastSeq.set(lastSeq)
+        let thread = Thread { [self] in run() }
+        thread.name = "feedsync-fanout"
+        thread.start()
+    }
+
+    // MARK: - Called from other threads
+
+    /// Records a committed seq and wakes the fan-out (the bridge sink; never waits).
+    func noteCommitted(_ seq: Int64) {
+        condition.lock()
+        if seq > announced {
+            announced = seq
+            condition.signal()
+        }
+        condition.unlock()
+    }
+
+    var isStopping: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return stopping
+    }
+
+    /// Ends every stream (each is woken and finds the hub stopping) and stops the fan-out thread.
+    func stop() {
+        condition.lock()
+        stopping = true
+        let all = Array(streams.values)
+        condition.broadcast()
+        condition.unlock()
+        for stream in all { stream.wake() }
+    }
+
+    /// A new stream's id, for the hang-up watch.
+    func makeStreamID() -> Int {
+        condition.lock()
+        defer { condition.unlock() }
+        nextStreamID += 1
+        return nextStreamID
+    }
+
+    /// Adds a stream that the fan-out wakes; `false` when the server stops.
+    func register(_ stream: EventStream) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !stopping else { return false }
+        streams[stream.id] = stream
+        metrics.openStreams.set(Int64(streams.count))
+        return true
+    }
+
+    func unregister(_ id: Int) {
+        condition.lock()
+        defer { condition.unlock() }
+        streams[id] = nil
+        metrics.openStreams.set(Int64(streams.count))
+    }
+
+    func stream(_ id: Int) -> EventStream? {
+        condition.lock()
+        defer { condition.unlock() }
+        return streams[id]
+    }
+
+    var streamCount: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return streams.count
+    }
+
+    /// What a stream's reader gets from the tail.
+    enum Read {
+        /// `count` bytes were copied: whole frames through `through`.
+        case copied(count: Int, through: Int64)
+        /// The next frame does not fit in the buffer: its bytes, to send from the stream's own buffer.
+        case oversized([UInt8], seq: Int64)
+        /// Nothing after the cursor yet; `generation` counts heartbeats.
+        case nothing(generation: Int)
+        /// The cursor is older than the tail.
+        case behind
+        /// The server stops.
+        case stopping
+    }
+
+    /// Copies the frames after `cursor`, as `viewerID` sees them, into `buffer` (on an I/O thread).
+    func copy(after cursor: Int64, for viewerID: String, into buffer: UnsafeMutableRawPointer, capacity: Int) -> Read {
+        var latencies: [Double] = []
+        let now = Date()
+        let read = { () -> Read in
+            condition.lock()
+            defer { condition.unlock() }
+            if stopping { return .stopping }
+            if cursor >= lastSeq { return .nothing(generation: generation) }
+            if cursor + 1 < firstSeq { return .behind }
+            var index = Int(cursor + 1 - firstSeq)
+            var count = 0
+            var through = cursor
+            while index < frames.count {
+                let frame = frames[index]
+                let bytes = frame.bytes(for: viewerID)
+                if count + bytes.count > capacity {
+                    if count == 0 { return .oversized(bytes, seq: frame.seq) }
+                    break
+                }
+                bytes.withUnsafeBytes { source in
+                    if let base = source.baseAddress { (buffer + count).copyMemory(from: base, byteCount: source.count) }
+                }
+                count += bytes.count
+                through = frame.seq
+                latencies.append(max(0, now.timeIntervalSince(frame.committed)))
+                index += 1
+            }
+            return .copied(count: count, through: through)
+        }()
+        for latency in latencies { metrics.deliveryLatency.observe(latency) }
+        if !latencies.isEmpty { metrics.streamEvents.add(Int64(latencies.count)) }
+        return read
+    }
+
+    // MARK: - The fan-out thread
+
+    private func run() {
+        var nextHeartbeat = Date(timeIntervalSinceNow: heartbeat)
+        var retryAfter: Date?
+        while true {
+            condition.lock()
+            while !stopping, announced <= lastSeq || (retryAfter.map { $0 > Date() } ?? false), Date() < nextHeartbeat {
+                _ = condition.wait(until: min(nextHeartbeat, retryAfter ?? nextHeartbeat))
+            }
+            if stopping {
+                condition.unlock()
+                return
+            }
+            let from = lastSeq
+            let wanted = announced > lastSeq && (retryAfter.map { $0 <= Date() } ?? true)
+            let heartbeatDue = Date() >= nextHeartbeat
+            condition.unlock()
+
+            if wanted {
+                retryAfter = readAndFanOut(after: from) ? nil : Date(timeIntervalSinceNow: 0.05)
+            }
+            if heartbeatDue {
+                nextHeartbeat = Date(timeIntervalSinceNow: heartbeat)
+                condition.lock()
+                generation += 1
+                let all = Array(streams.values)
+                condition.unlock()
+                for stream in all { stream.wake() }
+            }
+        }
+    }
+
+    /// One read of the log after `seq` into the tail, then every stream woken; `false` to retry shortly.
+    private func readAndFanOut(after seq: Int64) -> Bool {
+        let events: [EventRecord]
+        do {
+            events = try service.events(after: seq, limit: 1000)
+            metrics.logReads.add()
+        } catch {
+            log("the event streams' read of the log failed (retrying): \(error)")
+            return false
+        }
+        guard let first = events.first, let last = events.last else {
+            // A later seq was announced but nothing follows `seq`: pruned, or not visible to this read yet.
+            let prunedThrough = (try? service.backend.readOnce { tx in try tx.replayBaseline().prunedThrough }) ?? 0
+            guard prunedThrough > seq else { return false }
+            condition.lock()
+            frames.removeAll()
+            lastSeq = max(lastSeq, prunedThrough)
+            firstSeq = lastSeq + 1
+            condition.unlock()
+            return true
+        }
+        let encoded = events.map(TailFrame.init)
+        metrics.tailEvents.add(Int64(encoded.count))
+        condition.lock()
+        if first.seq != lastSeq + 1 {
+            // A gap (pruned history): the tail restarts; older cursors catch up from the log and learn of the pruning.
+            frames.removeAll()
+            firstSeq = first.seq
+        }
+        frames.append(contentsOf: encoded)
+        lastSeq = last.seq
+        if frames.count > capacity + capacity / 4 {
+            let drop = frames.count - capacity
+            frames.removeFirst(drop)
+            firstSeq += Int64(drop)
+        }
+        let all = Array(streams.values)
+        condition.unlock()
+        metrics.lastSeq.set(last.seq)
+        for stream in all { stream.wake() }
+        return true
+    }
+}
