@@ -241,13 +241,51 @@ enum Curl {
         _ method: String, _ path: String, proxy: NginxProxy? = nil, port: UInt16? = nil, token: String? = nil,
         headers: [String: String] = [:]
     ) throws -> HTTPTestResponse {
-        let (arguments, input) = invocation(
-            method, path, proxy: proxy, port: port, token: token, headers: headers, extra: ["--max-time", "30"])
-        let run = try SpawnedProcess.run(executable, arguments, environment: ["PATH": "/usr/bin:/bin"], input: input)
-        guard run.status == 0, let response = parseHead(Array(run.stdout.utf8)) else {
-            throw HTTPTestError.malformed("curl \(method) \(path): status \(run.status): \(run.stderr) \(run.stdout)")
+        try PendingRequest(method, path, proxy: proxy, port: port, token: token, headers: headers).send()
+    }
+
+    /// A request whose `curl` is started ahead and waits for its URL and token on standard input, so that the time
+    /// from ``send()`` to the answer holds no process start-up.
+    final class PendingRequest: Sendable {
+        private let process: SpawnedProcess
+        private let input: String
+        /// The method and path, for messages.
+        let label: String
+        private let errors = LockedValue("")
+        private let errorReader: PipeReader
+
+        /// Starts `curl` for the request; nothing is sent before ``send()``.
+        init(
+            _ method: String, _ path: String, proxy: NginxProxy? = nil, port: UInt16? = nil, token: String? = nil,
+            headers: [String: String] = [:]
+        ) throws {
+            let (arguments, input) = invocation(
+                method, path, proxy: proxy, port: port, token: token, headers: headers, extra: ["--max-time", "30"])
+            process = try SpawnedProcess(executable: executable, arguments: arguments, environment: ["PATH": "/usr/bin:/bin"], input: .pipe)
+            errorReader = PipeReader(process.standardError!) { [errors] chunk in
+                errors.withLock { $0 += String(decoding: chunk, as: UTF8.self) }
+            }
+            (self.input, label) = (input, "\(method) \(path)")
         }
-        return HTTPTestResponse(status: response.status, headers: response.headers, body: Data(response.rest))
+
+        deinit {
+            // Never sent: curl reads an empty configuration and exits.
+            process.closeInput()
+        }
+
+        /// Sends the request and reads the answer to its end (curl gives up after 30 s).
+        func send() throws -> HTTPTestResponse {
+            process.write(input)
+            process.closeInput()
+            let output = readAll(process.standardOutput!)
+            errorReader.waitForEnd()
+            guard process.waitUntilExit(timeout: 30), process.terminationStatus == 0, let response = parseHead(Array(output))
+            else {
+                let text = String(decoding: output, as: UTF8.self)
+                throw HTTPTestError.malformed("curl \(label): \(errors.withLock { $0 }) \(text)")
+            }
+            return HTTPTestResponse(status: response.status, headers: response.headers, body: Data(response.rest))
+        }
     }
 
     /// Splits curl's `--dump-header -` output: the status and headers (names lowercased) of the last header block and

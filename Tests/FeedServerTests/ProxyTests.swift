@@ -33,12 +33,19 @@ import Testing
         ]
         let names = ["on A", "on B", "through nginx"]
         for (stream, name) in zip(streams, names) { try Self.requireOpen(stream, name) }
+        // The stream needs a token: the one through nginx got its `Authorization` header.
+        let anonymous = try Curl.request("GET", "/api/events?after=\(start)", proxy: sut.nginx)
+        #expect(anonymous.status == 401, "\(anonymous.status) \(anonymous.text)")
 
         var seqs: [Int64] = []
-        for (token, post, count) in [(sut.alice, "p1", 1), (sut.bob, "p2", 1), (sut.bob, "p1", 2)] {
+        let likes = [(sut.alice, "p1", 1), (sut.bob, "p2", 1), (sut.bob, "p1", 2)]
+        // Each like's curl starts ahead (while the previous like is awaited): the time measured is the request's.
+        var pending = try sut.prepareLike(likes[0].1, as: likes[0].0)
+        for (index, (_, post, count)) in likes.enumerated() {
             let sent = ContinuousClock.now
-            let like = try sut.like(post, as: token)
+            let like = try sut.like(pending)
             let answered = ContinuousClock.now
+            if index + 1 < likes.count { pending = try sut.prepareLike(likes[index + 1].1, as: likes[index + 1].0) }
             seqs.append(like.seq)
             #expect(like.likeCount == count, "the like of \(post)")
             let arrivals = zip(streams, names).compactMap { stream, name in
@@ -61,6 +68,9 @@ import Testing
         #expect(events.first?.data.contains(#""postID":"p1""#) == true && events.first?.data.contains(#""likeCount":1"#) == true)
         #expect(events.last?.data.contains(#""postID":"p1""#) == true && events.last?.data.contains(#""likeCount":2"#) == true)
 
+        // An instance answers `/metrics` to loopback, where every request through nginx comes from: nginx refuses it.
+        let direct = try Curl.request("GET", "/metrics", port: sut.serverA.port)
+        #expect(direct.status == 200 && direct.text.contains("feedsync_"), "\(direct.status) \(direct.text.prefix(200))")
         let metrics = try Curl.request("GET", "/metrics", proxy: sut.nginx)
         #expect(metrics.status == 403, "\(metrics.status) \(metrics.text)")
         #expect(sut.stopServers())
@@ -167,12 +177,9 @@ private final class ProxiedDeployment: Sendable {
     private let ended = DispatchSemaphore(value: 0)
     private let fired = LockedValue(false)
 
-    /// `serve`'s flag that turns its per-address connection budget off, when the binary has it: behind a proxy every
-    /// connection comes from the proxy's address, and nginx holds the per-client budget (`limit_conn`).
-    static let perAddressBudgetOff: [String] = {
-        guard let help = try? ChildProcess.run(["serve", "--help"], home: NSTemporaryDirectory()) else { return [] }
-        return (help.stdout + help.stderr).contains("--max-connections-per-ip") ? ["--max-connections-per-ip", "0"] : []
-    }()
+    /// Behind a proxy every connection comes from the proxy's address: `serve`'s per-address budget is off, and nginx
+    /// holds the per-client one (`limit_conn`).
+    static let perAddressBudgetOff = ["--max-connections-per-ip", "0"]
 
     /// Printed once per process when the tests are skipped for want of nginx, curl or openssl.
     private static let skipNotice: Void = {
@@ -247,8 +254,22 @@ private final class ProxiedDeployment: Sendable {
     func like(
         _ post: String, as token: String, method: String = "PUT", sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> (seq: Int64, likeCount: Int, upstreams: [UInt16]) {
-        let answer = try Curl.request(method, "/api/posts/\(post)/like", proxy: nginx, token: token)
-        #expect(answer.status == 200, "\(method) \(post): \(answer.status) \(answer.text)", sourceLocation: sourceLocation)
+        try like(prepareLike(post, as: token, method: method), sourceLocation: sourceLocation)
+    }
+
+    /// A like (or an unlike) through nginx with its curl started, for ``like(_:sourceLocation:)``.
+    func prepareLike(_ post: String, as token: String, method: String = "PUT") throws -> Curl.PendingRequest {
+        try Curl.PendingRequest(method, "/api/posts/\(post)/like", proxy: nginx, token: token)
+    }
+
+    /// Sends a prepared like and checks it as ``like(_:as:method:sourceLocation:)`` does.
+    func like(
+        _ request: Curl.PendingRequest, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws
+        -> (seq: Int64, likeCount: Int, upstreams: [UInt16])
+    {
+        let answer = try request.send()
+        #expect(answer.status == 200, "\(request.label): \(answer.status) \(answer.text)", sourceLocation: sourceLocation)
         #expect(answer.json["changed"] as? Bool == true, "\(answer.text)", sourceLocation: sourceLocation)
         let seq = try #require((answer.json["seq"] as? NSNumber)?.int64Value, "\(answer.text)", sourceLocation: sourceLocation)
         let upstreams = Self.upstreamPorts(answer.headers)
