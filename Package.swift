@@ -36,6 +36,8 @@ let package = Package(
         // pkg-config: that would also link libpq, which CLibPQLoader loads on first use instead (Docs/Storage.md,
         // "Loading libpq").
         .systemLibrary(name: "CLibPQ"),
+        // Linux's epoll (sys/epoll.h), which Glibc's Swift module leaves out: feedsync-bench's w10 client.
+        .systemLibrary(name: "CEpoll"),
         .systemLibrary(
             name: "CMicroHTTPD",
             pkgConfig: "libmicrohttpd",
@@ -132,7 +134,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "feedsync-bench",
-            dependencies: ["FeedSync", .target(name: "FeedPostgresBackend", condition: .when(traits: ["PostgreSQL"]))],
+            dependencies: [
+                "FeedSync", "CEpoll", .target(name: "FeedPostgresBackend", condition: .when(traits: ["PostgreSQL"])),
+            ],
             swiftSettings: strictSettings
         ),
 

@@ -8,7 +8,7 @@ final class Arguments {
     private var unread: Set<String> = []
 
     init(_ argv: [String]) throws {
-        guard let command = argv.first else { throw BenchError("missing subcommand; try w1 … w9") }
+        guard let command = argv.first else { throw BenchError("missing subcommand; try w1 … w10") }
         self.command = command
         var rest = argv.dropFirst()
         while let flag = rest.popFirst() {

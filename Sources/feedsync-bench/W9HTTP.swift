@@ -228,7 +228,7 @@ struct ChunkDecoder {
 }
 
 /// Index of the `\r\n\r\n` that ends a response's headers.
-private func headerEnd(_ bytes: [UInt8]) -> Int? {
+func headerEnd(_ bytes: [UInt8]) -> Int? {
     guard bytes.count >= 4 else { return nil }
     for index in 0...(bytes.count - 4)
     where bytes[index] == 13 && bytes[index + 1] == 10 && bytes[index + 2] == 13 && bytes[index + 3] == 10 {
@@ -238,7 +238,7 @@ private func headerEnd(_ bytes: [UInt8]) -> Int? {
 }
 
 /// A connected TCP socket to 127.0.0.1:`port`, Nagle off, with a receive timeout in seconds.
-private func loopbackSocket(port: UInt16, timeout: Int) throws -> Int32 {
+func loopbackSocket(port: UInt16, timeout: Int) throws -> Int32 {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw BenchError("socket: errno \(errno)") }
     var time = timeval(tv_sec: timeout, tv_usec: 0)
@@ -260,7 +260,7 @@ private func loopbackSocket(port: UInt16, timeout: Int) throws -> Int32 {
 }
 
 /// Sends all of `bytes`.
-private func sendAll(_ fd: Int32, _ bytes: [UInt8]) throws {
+func sendAll(_ fd: Int32, _ bytes: [UInt8]) throws {
     var offset = 0
     while offset < bytes.count {
         let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }

@@ -76,17 +76,22 @@ final class ServeChild {
     /// The port from the start line.
     let port: UInt16
     private var stopped = false
+    /// Signalled when the process has exited.
+    private let exited: DispatchSemaphore
 
-    /// `feedsync --db LOCATION serve --listen 127.0.0.1:0`; a PostgreSQL password goes in `PGPASSWORD`, not on the
-    /// command line.
-    init(location: String, password: String?) throws {
+    /// `feedsync --db LOCATION serve --listen 127.0.0.1:0 SERVE-ARGUMENTS…`; a PostgreSQL password goes in `PGPASSWORD`,
+    /// not on the command line.
+    init(location: String, password: String?, serveArguments: [String] = []) throws {
         let bench = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         let executable = URL(fileURLWithPath: bench).deletingLastPathComponent().appendingPathComponent("feedsync").path
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             throw BenchError("w9 needs \(executable): swift build -c release --product feedsync-bench --product feedsync")
         }
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["--db", location, "serve", "--listen", "127.0.0.1:0"]
+        process.arguments = ["--db", location, "serve", "--listen", "127.0.0.1:0"] + serveArguments
+        let exited = DispatchSemaphore(value: 0)
+        self.exited = exited
+        process.terminationHandler = { _ in exited.signal() }
         if let password {
             var environment = ProcessInfo.processInfo.environment
             environment["PGPASSWORD"] = password
@@ -154,6 +159,20 @@ final class ServeChild {
         stopped = true
         kill(process.processIdentifier, SIGTERM)
         process.waitUntilExit()
+        return process.terminationReason == .exit ? process.terminationStatus : -1
+    }
+
+    /// Sends SIGTERM and waits at most `timeout` seconds for the exit; returns the exit status (-1 when a signal ended
+    /// it), or `nil` when the server was still running then (it is killed).
+    func stop(within timeout: Double) -> Int32? {
+        stopped = true
+        kill(process.processIdentifier, SIGTERM)
+        guard exited.wait(timeout: .now() + timeout) == .success else {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return nil
+        }
+        process.waitUntilExit()  // it has exited: this only lets Process record the status
         return process.terminationReason == .exit ? process.terminationStatus : -1
     }
 }

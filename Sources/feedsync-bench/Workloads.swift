@@ -1,4 +1,5 @@
-/// Dispatches `w1` … `w7` (bench/WORKLOADS.md), `w8` (replicas) and `w9` (`feedsync serve`, Docs/Performance.md); each prints one JSON line and
+/// Dispatches `w1` … `w7` (bench/WORKLOADS.md), `w8` (replicas), `w9` (`feedsync serve`) and `w10`
+/// (`serve` holding many event streams) (Docs/Performance.md); each prints one JSON line and
 /// returns whether its checks passed.
 enum Workloads {
     /// Runs the workload named by `args.command`; returns whether its checks passed.
@@ -13,7 +14,8 @@ enum Workloads {
         case "w7": try W7Concurrent.run(args)
         case "w8": try W8Replica.run(args)
         case "w9": try W9Serve.run(args)
-        default: throw BenchError("unknown subcommand \(args.command); use w1 … w9")
+        case "w10": try W10Streams.run(args)
+        default: throw BenchError("unknown subcommand \(args.command); use w1 … w10")
         }
     }
 }
