@@ -119,7 +119,7 @@ let package = Package(
         ),
         .target(
             name: "FeedServer",
-            dependencies: ["CMicroHTTPD", "FeedSync", "FeedJSON"],
+            dependencies: ["CMicroHTTPD", "CEpoll", "FeedSync", "FeedJSON"],
             swiftSettings: strictSettings
         ),
         .target(

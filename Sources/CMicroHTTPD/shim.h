@@ -5,8 +5,6 @@
 #include <sys/types.h>
 #include <sys/socket.h>
 #include <microhttpd.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 
 // MHD_get_daemon_info is variadic, which Swift cannot call: the port the daemon is bound to (the one it picked when
 // asked for port 0), or 0 when libmicrohttpd cannot tell.

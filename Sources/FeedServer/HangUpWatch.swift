@@ -1,4 +1,4 @@
-internal import CMicroHTTPD
+internal import CEpoll
 internal import Foundation
 
 #if canImport(Glibc)
