@@ -31,3 +31,9 @@ static inline const struct sockaddr *feedsync_mhd_client_address(struct MHD_Conn
 static inline void feedsync_mhd_set_timeout(struct MHD_Connection *connection, unsigned int seconds) {
     (void)MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, seconds);
 }
+
+// The pointer the connection notification stored for the connection (MHD_OPTION_NOTIFY_CONNECTION), or NULL.
+static inline void *feedsync_mhd_socket_context(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info == NULL ? NULL : info->socket_context;
+}

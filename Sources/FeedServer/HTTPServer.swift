@@ -174,11 +174,15 @@ package final class HTTPServer: Sendable {
             guard let context else { return }
             Unmanaged<ServerCore>.fromOpaque(context).takeUnretainedValue().requestCompleted(connection, contextSlot)
         }
-        let connections: MHD_NotifyConnectionCallback = { context, connection, _, code in
+        let connections: MHD_NotifyConnectionCallback = { context, connection, socketContext, code in
             guard let context, let connection else { return }
             let core = Unmanaged<ServerCore>.fromOpaque(context).takeUnretainedValue()
             // MHD_CONNECTION_NOTIFY_STARTED is 0, MHD_CONNECTION_NOTIFY_CLOSED 1.
-            if code.rawValue == 0 { core.connectionStarted(connection) } else { core.connectionClosed(connection) }
+            if code.rawValue == 0 {
+                core.connectionStarted(connection, socketContext: socketContext)
+            } else {
+                core.connectionClosed(connection, socketContext: socketContext)
+            }
         }
         let handler: MHD_AccessHandlerCallback = { context, connection, url, method, _, upload, uploadSize, contextSlot in
             guard let context, let connection, let url, let method, let uploadSize, let contextSlot else { return .NO }

@@ -82,7 +82,7 @@ extension ServerCore {
         _ = MHD_add_response_header(response, "Cache-Control", "no-cache")
         // nginx: never buffer this response, whatever the location's proxy_buffering says.
         _ = MHD_add_response_header(response, "X-Accel-Buffering", "no")
-        hangUps?.add(feedsync_mhd_connection_fd(connection), stream: stream.id)
+        if let id = feedsync_mhd_socket_context(connection).map({ Int(bitPattern: $0) }) { hangUps?.attach(stream, to: id) }
         record(status: 200, context: context)
         return MHD_queue_response(connection, 200, response)
     }

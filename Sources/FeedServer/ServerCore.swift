@@ -46,7 +46,7 @@ final class ServerCore: Sendable {
             log: { message in
                 logger?(FeedLogEvent(kind: FeedLogEvent.Kind(rawValue: "http.server"), level: .warning, message: message, fields: [:]))
             })
-        hangUps = HangUpWatch(hub: hub)
+        hangUps = HangUpWatch()
     }
 
     var isStopping: Bool { stopping.load(ordering: .acquiring) }
@@ -139,7 +139,6 @@ final class ServerCore: Sendable {
         let context = Unmanaged<RequestContext>.fromOpaque(opaque).takeRetainedValue()
         contextSlot.pointee = nil
         if let stream = context.stream {
-            if let connection { hangUps?.remove(feedsync_mhd_connection_fd(connection)) }
             stream.detach()
             hub.unregister(stream.id)
         }
@@ -147,15 +146,19 @@ final class ServerCore: Sendable {
         requestCount.wrappingSubtract(1, ordering: .acquiringAndReleasing)
     }
 
-    /// Counts a connection by its client's address (`MHD_OPTION_NOTIFY_CONNECTION`).
-    func connectionStarted(_ connection: OpaquePointer) {
+    /// Counts a connection by its client's address and watches its socket (`MHD_OPTION_NOTIFY_CONNECTION`); the
+    /// watch's id goes into the connection's socket context.
+    func connectionStarted(_ connection: OpaquePointer, socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
         metrics.openConnections.add(1)
         addresses.add(AddressBook.key(of: connection))
+        let id = hangUps?.connectionStarted(socket: feedsync_mhd_connection_fd(connection)) ?? 0
+        socketContext?.pointee = UnsafeMutableRawPointer(bitPattern: id)
     }
 
-    func connectionClosed(_ connection: OpaquePointer) {
+    func connectionClosed(_ connection: OpaquePointer, socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
         metrics.openConnections.add(-1)
         addresses.remove(AddressBook.key(of: connection))
+        if let id = socketContext?.pointee.map({ Int(bitPattern: $0) }) { hangUps?.connectionClosed(id) }
     }
 
     /// The answer a request gets from its headers alone, or `nil` to go on reading its body.

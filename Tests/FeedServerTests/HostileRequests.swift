@@ -142,17 +142,11 @@ struct HostileRequest {
     }
 
     /// Sends the request on a new connection and reads until the server closes (at most `timeout` seconds).
-    /// Sends the request and reads the answer; with `answerWithin`, a connection still silent after that many seconds
-    /// is closed by the client and counts as closed without an answer.
-    func send(port: UInt16, timeout: Int = 15, answerWithin: Double? = nil) throws -> Outcome {
+    func send(port: UInt16, timeout: Int = 15) throws -> Outcome {
         let fd = try HTTPTestClient.connect(port: port, timeout: timeout)
         defer { close(fd) }
         HTTPTestClient.send(fd, bytes)
         if halfClose { shutdown(fd, Int32(SHUT_WR)) }
-        if let answerWithin {
-            var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            if poll(&entry, 1, Int32(answerWithin * 1000)) == 0 { return Outcome(status: nil, contentType: nil, body: "") }
-        }
         let received = HTTPTestClient.receiveAll(fd)
         guard let response = try? HTTPTestClient.parse(received) else { return Outcome(status: nil, contentType: nil, body: "") }
         return Outcome(status: response.status, contentType: response.headers["content-type"], body: response.text)
