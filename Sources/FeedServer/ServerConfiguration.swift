@@ -9,7 +9,7 @@ package struct ServerConfiguration: Sendable {
     /// The largest sync push body.
     package var maximumSyncBody = 8 << 20
     /// The most bytes of request headers (libmicrohttpd answers 431 beyond): each connection's memory pool.
-    package var maximumHeaders = 32 << 10
+    package var maximumHeaders = 16 << 10
     /// The most event streams open at once (`serve --max-streams`); more get 503 with `Retry-After`.
     package var maximumStreams = 10_000
     /// The most connections besides event streams (API calls, `/health`, idle keep-alive connections); the server
