@@ -27,7 +27,7 @@ final class HangUpWatch: Sendable {
 
     private let epoll: Int32
     private let wakeup: Int32
-    private let connections = Mutex<[Int: Entry]>([:])
+    private let connections = Locked<[Int: Entry]>([:])
     private let nextID = Atomic<Int>(1)
 
     init?() {

@@ -346,7 +346,7 @@ struct SuspendedConnection: @unchecked Sendable {
 
 /// Open connections by client address, for the per-address limit.
 final class AddressBook: Sendable {
-    private let counts = Mutex<[[UInt8]: Int]>([:])
+    private let counts = Locked<[[UInt8]: Int]>([:])
 
     func add(_ key: [UInt8]) { counts.withLock { $0[key, default: 0] += 1 } }
 

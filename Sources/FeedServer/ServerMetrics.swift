@@ -107,7 +107,7 @@ final class Gauge: Sendable {
 /// Counters by a fixed list of label names; values come from small fixed sets.
 final class LabeledCounter: Sendable {
     private let labels: [String]
-    private let counts = Mutex<[[String]: Int64]>([:])
+    private let counts = Locked<[[String]: Int64]>([:])
 
     init(labels: [String]) { self.labels = labels }
 
@@ -134,11 +134,11 @@ final class Histogram: Sendable {
         var sum: Double = 0
     }
     let bounds: [Double]
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     init(bounds: [Double]) {
         self.bounds = bounds
-        state = Mutex(State(buckets: Array(repeating: 0, count: bounds.count)))
+        state = Locked(State(buckets: Array(repeating: 0, count: bounds.count)))
     }
 
     func observe(_ seconds: Double) {
@@ -187,7 +187,7 @@ final class Histogram: Sendable {
 final class LabeledHistogram: Sendable {
     private let label: String
     private let bounds: [Double]
-    private let histograms = Mutex<[String: Histogram]>([:])
+    private let histograms = Locked<[String: Histogram]>([:])
 
     init(label: String, bounds: [Double]) {
         self.label = label
