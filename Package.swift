@@ -119,7 +119,7 @@ let package = Package(
         ),
         .target(
             name: "FeedServer",
-            dependencies: ["CMicroHTTPD", "CEpoll", "FeedSync", "FeedJSON"],
+            dependencies: ["CMicroHTTPD", "CEpoll", "FeedDomain", "FeedSync", "FeedJSON"],
             swiftSettings: strictSettings
         ),
         .target(

@@ -1,4 +1,5 @@
 internal import CEpoll
+internal import FeedDomain
 internal import Foundation
 internal import Synchronization
 

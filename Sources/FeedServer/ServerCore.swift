@@ -1,6 +1,7 @@
 internal import CMicroHTTPD
 internal import FeedJSON
 internal import FeedSync
+internal import FeedDomain
 internal import Foundation
 internal import Synchronization
 
@@ -38,7 +39,8 @@ final class ServerCore: Sendable {
         self.authenticator = authenticator
         let metrics = ServerMetrics()
         self.metrics = metrics
-        workers = WorkerPool(threads: max(1, configuration.workers), queueLimit: max(1, configuration.maximumQueuedRequests), metrics: metrics)
+        workers = WorkerPool(
+            threads: max(1, configuration.workers), queueLimit: max(1, configuration.maximumQueuedRequests), metrics: metrics)
         let logger = service.configuration.logger
         hub = StreamHub(
             service: service, lastSeq: lastSeq, capacity: configuration.tailCapacity, heartbeat: Double(configuration.heartbeat),

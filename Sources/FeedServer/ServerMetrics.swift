@@ -1,3 +1,4 @@
+internal import FeedDomain
 internal import Foundation
 internal import Synchronization
 

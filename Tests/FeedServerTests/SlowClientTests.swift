@@ -82,11 +82,15 @@ import Testing
 
     @Test func connectionsOverTheLimitAreRefusedAndEverySlotComesBack() throws {
         let limit = 16
-        guard let sut = try ServerFixture(on: .sqlite, configure: {
-            $0.maximumRequestConnections = limit
-            $0.maximumStreams = 0
-            $0.ioThreads = 1
-        }) else { return }
+        guard
+            let sut = try ServerFixture(
+                on: .sqlite,
+                configure: {
+                    $0.maximumRequestConnections = limit
+                    $0.maximumStreams = 0
+                    $0.ioThreads = 1
+                })
+        else { return }
         defer { sut.close() }
         let deadline = Date(timeIntervalSinceNow: 60)
         // Fill every slot with a kept-alive connection that has been answered once (so the server holds it).
