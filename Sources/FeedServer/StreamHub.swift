@@ -120,7 +120,7 @@ final class StreamHub: @unchecked Sendable {
         for stream in all { stream.wake() }
     }
 
-    /// A new stream's id, for the hang-up watch.
+    /// A new stream's id.
     func makeStreamID() -> Int {
         condition.lock()
         defer { condition.unlock() }
@@ -143,18 +143,6 @@ final class StreamHub: @unchecked Sendable {
         defer { condition.unlock() }
         streams[id] = nil
         metrics.openStreams.set(Int64(streams.count))
-    }
-
-    func stream(_ id: Int) -> EventStream? {
-        condition.lock()
-        defer { condition.unlock() }
-        return streams[id]
-    }
-
-    var streamCount: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return streams.count
     }
 
     /// What a stream's reader gets from the tail.
