@@ -4,7 +4,14 @@ internal import FeedSync
 internal import Foundation
 internal import Synchronization
 
+#if canImport(Glibc)
+    internal import Glibc
+#endif
+
 extension ServerCore {
+    /// The socket send buffer of an event stream, in bytes (the kernel doubles it for its own bookkeeping).
+    static let streamSendBuffer = 64 << 10
+
     /// The answer of a route that needs no database (on the I/O thread), or `nil` for one that runs on a worker.
     func inlineAnswer(_ route: Route, connection: OpaquePointer) -> HTTPAnswer? {
         switch route {
@@ -83,6 +90,11 @@ extension ServerCore {
         // nginx: never buffer this response, whatever the location's proxy_buffering says.
         _ = MHD_add_response_header(response, "X-Accel-Buffering", "no")
         if let id = feedsync_mhd_socket_context(connection).map({ Int(bitPattern: $0) }) { hangUps?.attach(stream, to: id) }
+        // A fixed send buffer: the kernel would otherwise grow it to megabytes for a client that stops reading, all of
+        // it held for that client; with this bound such a stream falls behind the tail (and ends) after ~64 KiB.
+        var sendBuffer = Int32(Self.streamSendBuffer)
+        _ = setsockopt(
+            feedsync_mhd_connection_fd(connection), SOL_SOCKET, SO_SNDBUF, &sendBuffer, socklen_t(MemoryLayout<Int32>.size))
         record(status: 200, context: context)
         return MHD_queue_response(connection, 200, response)
     }
