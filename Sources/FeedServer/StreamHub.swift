@@ -196,21 +196,36 @@ final class StreamHub: @unchecked Sendable {
 
     // MARK: - The fan-out thread
 
+    /// Seconds between looks at the log's head: a commit the bridge did not announce (one made before the service's
+    /// watch started) reaches the streams within this bound.
+    static let headCheckInterval = 1.0
+
     private func run() {
         var nextHeartbeat = Date(timeIntervalSinceNow: heartbeat)
+        var nextHeadCheck = Date(timeIntervalSinceNow: Self.headCheckInterval)
         var retryAfter: Date?
         while true {
             condition.lock()
-            while !stopping, announced <= lastSeq || (retryAfter.map { $0 > Date() } ?? false), Date() < nextHeartbeat {
-                _ = condition.wait(until: min(nextHeartbeat, retryAfter ?? nextHeartbeat))
+            while !stopping, announced <= lastSeq || (retryAfter.map { $0 > Date() } ?? false), Date() < nextHeartbeat,
+                Date() < nextHeadCheck
+            {
+                _ = condition.wait(until: min(nextHeartbeat, nextHeadCheck, retryAfter ?? nextHeartbeat))
             }
             if stopping {
                 condition.unlock()
                 return
             }
+            let heartbeatDue = Date() >= nextHeartbeat
+            let headCheckDue = Date() >= nextHeadCheck
+            condition.unlock()
+
+            if headCheckDue {
+                nextHeadCheck = Date(timeIntervalSinceNow: Self.headCheckInterval)
+                if let head = try? service.backend.readOnce({ tx in try tx.lastSeq() }) { noteCommitted(head) }
+            }
+            condition.lock()
             let from = lastSeq
             let wanted = announced > lastSeq && (retryAfter.map { $0 <= Date() } ?? true)
-            let heartbeatDue = Date() >= nextHeartbeat
             condition.unlock()
 
             if wanted {

@@ -25,6 +25,19 @@ import Testing
         #expect(follower.received.first?.data.contains(#""kind":"liked","postID":"p1","userID":"carol""#) == true)
     }
 
+    /// A commit the service's watch never announced (here no watch runs at all) still reaches the streams: the
+    /// fan-out looks at the log's head every second.
+    @Test(arguments: TestBackend.allCases)
+    func aCommitNobodyAnnouncedReachesAFollowerWithinSeconds(on backend: TestBackend) throws {
+        guard let sut = try ServerFixture(on: backend, watchOtherProcesses: false) else { return }
+        defer { sut.close() }
+        let follower = try EventFollower(port: sut.port, token: "tok-carol", query: "?after=6")
+        #expect(follower.wait { $0.response.status == 200 })
+        let run = try ChildProcess.run(["--db", sut.location, "--user", "carol", "like", "p1"], home: sut.dir.path)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(follower.wait(timeout: 5) { $0.seqs == [7] })
+    }
+
     @Test(arguments: TestBackend.allCases)
     func serveAnswersUntilSIGTERMThenEndsStreamsAndExitsZero(on backend: TestBackend) throws {
         let dir = TemporaryDirectory("feedsync-serve")
