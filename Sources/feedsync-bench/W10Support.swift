@@ -145,76 +145,6 @@ private struct HerdLoop {
     /// The epoll tag of the wake pipe (streams are tagged with their index).
     static let wakeTag = UInt64.max
 
-    private enum Phase {
-        case connecting
-        /// The request is being written; this many bytes of it are sent.
-        case requesting(Int)
-        case head
-        case body
-        case closed
-    }
-
-    private struct Stream {
-        let fd: Int32
-        var phase = Phase.connecting
-        var head: [UInt8] = []
-        var chunks = ChunkDecoder()
-        /// Decoded body bytes not yet split into lines.
-        var text: [UInt8] = []
-        /// The fields of the event being read.
-        var id: Int64?
-        var name: String?
-        var hasFields = false
-        /// The last seq received (`after` at first).
-        var last: Int64
-
-        var isClosed: Bool { if case .closed = phase { true } else { false } }
-
-        /// Decodes body bytes, splits them into lines and handles each event that a blank line ends.
-        mutating func read(_ body: ArraySlice<UInt8>, at now: UInt64, index: Int, into report: inout Report) {
-            chunks.feed(body, into: &text)
-            var lineStart = 0
-            while let newline = text[lineStart...].firstIndex(of: 10) {
-                var line = text[lineStart..<newline]
-                lineStart = newline + 1
-                if line.last == 13 { line = line.dropLast() }
-                if line.isEmpty {
-                    if hasFields { dispatch(index: index, at: now, into: &report) }
-                    continue
-                }
-                if line.first == 58 { continue }  // `:` starts a comment: the heartbeat
-                let colon = line.firstIndex(of: 58) ?? line.endIndex
-                var value = line[colon...].dropFirst()
-                if value.first == 32 { value = value.dropFirst() }
-                let field = String(decoding: line[..<colon], as: UTF8.self)
-                hasFields = true
-                if field == "id" { id = Int64(String(decoding: value, as: UTF8.self)) }
-                if field == "event" { name = String(decoding: value, as: UTF8.self) }
-            }
-            text.removeFirst(lineStart)
-        }
-
-        /// One complete event: it must be unnamed and carry the seq after the stream's last one.
-        private mutating func dispatch(index: Int, at now: UInt64, into report: inout Report) {
-            defer { (id, name, hasFields) = (nil, nil, false) }
-            if let name { return report.violations.append("stream \(index): event \(name)") }
-            guard let seq = id else { return report.violations.append("stream \(index): an event without an id") }
-            guard seq == last + 1 else { return report.violations.append("stream \(index): seq \(seq) after \(last)") }
-            last = seq
-            report.arrivals.append((seq, now))
-        }
-    }
-
-    /// What changed during one wake-up, handed to the tally at once.
-    private struct Report {
-        var opened = 0
-        var failure: String?
-        var arrivals: [(seq: Int64, at: UInt64)] = []
-        var violations: [String] = []
-        var ended: [String] = []
-        var isEmpty: Bool { opened == 0 && failure == nil && arrivals.isEmpty && violations.isEmpty && ended.isEmpty }
-    }
-
     let herd: StreamHerd
     let after: Int64
     let requests: [[UInt8]]
@@ -222,7 +152,7 @@ private struct HerdLoop {
     let batch: Int
     private var batchSeconds = 0.0
     private var totalSeconds = 0.0
-    private var streams: [Stream] = []
+    private var streams: [HerdStream] = []
     private var opening = true
     /// When every stream must be open.
     private var openDeadline: UInt64 = 0
@@ -230,7 +160,7 @@ private struct HerdLoop {
     private var batchFirst = 0
     private var batchWaiting = 0
     private var batchDeadline: UInt64 = 0
-    private var report = Report()
+    private var report = HerdReport()
     private var buffer = [UInt8](repeating: 0, count: 1 << 16)
 
     init(herd: StreamHerd, after: Int64, requests: [[UInt8]], port: UInt16, batch: Int) {
@@ -294,16 +224,7 @@ private struct HerdLoop {
         for index in first..<last {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
             guard fd >= 0 else { return failOpening("stream \(index): socket: errno \(errno)") }
-            var one: Int32 = 1
-            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = port.bigEndian
-            inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
-            let result = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            guard result == 0 || errno == EINPROGRESS else {
+            guard connectToLoopback(fd, port: port) == 0 || errno == EINPROGRESS else {
                 Glibc.close(fd)
                 return failOpening("stream \(index): connect: errno \(errno)")
             }
@@ -314,7 +235,7 @@ private struct HerdLoop {
                 Glibc.close(fd)
                 return failOpening("stream \(index): epoll_ctl: errno \(errno)")
             }
-            streams.append(Stream(fd: fd, last: after))
+            streams.append(HerdStream(fd: fd, last: after))
         }
     }
 
@@ -412,7 +333,7 @@ private struct HerdLoop {
     private mutating func flush() {
         guard !report.isEmpty else { return }
         let report = self.report
-        self.report = Report()
+        self.report = HerdReport()
         herd.update { tally in
             tally.opened += report.opened
             if tally.openFailure == nil { tally.openFailure = report.failure }

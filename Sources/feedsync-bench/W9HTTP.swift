@@ -243,20 +243,25 @@ func loopbackSocket(port: UInt16, timeout: Int) throws -> Int32 {
     guard fd >= 0 else { throw BenchError("socket: errno \(errno)") }
     var time = timeval(tv_sec: timeout, tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
+    guard connectToLoopback(fd, port: port) == 0 else {
+        close(fd)
+        throw BenchError("connect to 127.0.0.1:\(port): errno \(errno)")
+    }
+    return fd
+}
+
+/// Turns Nagle off on `fd` and connects it to 127.0.0.1:`port`; `connect`'s result (a non-blocking socket may answer
+/// -1 with `EINPROGRESS`).
+func connectToLoopback(_ fd: Int32, port: UInt16) -> Int32 {
     var one: Int32 = 1
     setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = port.bigEndian
     inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
-    let result = withUnsafePointer(to: &address) {
+    return withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
     }
-    guard result == 0 else {
-        close(fd)
-        throw BenchError("connect to 127.0.0.1:\(port): errno \(errno)")
-    }
-    return fd
 }
 
 /// Sends all of `bytes`.
