@@ -116,8 +116,6 @@ final class LabeledCounter: Sendable {
         counts.withLock { $0[values, default: 0] += amount }
     }
 
-    func value(_ values: String...) -> Int64 { counts.withLock { $0[values] ?? 0 } }
-
     func rendered(name: String) -> String {
         let snapshot = counts.withLock { $0 }
         return snapshot.keys.sorted { $0.lexicographicallyPrecedes($1) }.map { key in
@@ -148,16 +146,6 @@ final class Histogram: Sendable {
             if let index { state.buckets[index] += 1 }
             state.count += 1
             state.sum += seconds
-        }
-    }
-
-    /// Adds `count` observations of the same value at once.
-    func observe(_ seconds: Double, count: Int64) {
-        let index = bounds.firstIndex { seconds <= $0 }
-        state.withLock { state in
-            if let index { state.buckets[index] += count }
-            state.count += count
-            state.sum += seconds * Double(count)
         }
     }
 
