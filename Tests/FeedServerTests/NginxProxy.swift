@@ -313,6 +313,8 @@ final class CurlEventStream: Sendable {
         var name: String?
         var data: String
         var arrived: ContinuousClock.Instant
+        /// The wall-clock time it arrived, to compare with the event's own `at` (its commit, on this machine's clock).
+        var arrivedAt = Date()
     }
 
     /// What the stream received so far.
