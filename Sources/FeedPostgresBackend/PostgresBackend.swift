@@ -25,8 +25,8 @@ internal import Foundation
 ///   takes, held from its event append to its commit — orders event-writing commits, so seqs are dense and in
 ///   commit order (see ``FeedTransaction/appendEvent(kind:userID:postID:likeCount:at:)`` and `Docs/Storage.md`).
 /// - **Like batches**: ``FeedTransaction/applyLikes(_:)`` runs a group-commit batch as one call of the
-///   `feedsync_apply_likes` function (migrations 0003 and 0004): posts, then users, locked in key order, units
-///   isolated, events last.
+///   `feedsync_like_results` function (migration 0008): posts, then users, locked in key order, units isolated,
+///   events last.
 /// - **Times** are stored as BIGINT milliseconds since 1970, as in SQLite, so every date round-trips identically.
 public final class PostgresBackend: FeedBackend {
     /// `PostgreSQL`, the ``backendName`` and the backend of every ``DatabaseFailure`` this backend reports.
@@ -299,7 +299,7 @@ public final class PostgresBackend: FeedBackend {
     public var isWritingOnCurrentThread: Bool { writers.containsCurrentThread }
 
     /// Two (one when the pool has a single connection): a batch of like commands is one statement
-    /// (`feedsync_apply_likes`), so one transaction's work is mostly the server's and its commit's WAL flush; a
+    /// (`feedsync_apply_likes_once`), so one transaction's work is mostly the server's and its commit's WAL flush; a
     /// second batch in flight does its row work meanwhile and queues only for the `event_log_head` row. More
     /// transactions at once would each pay a flush of their own, serialized on the head, where grouping their
     /// callers shares one.

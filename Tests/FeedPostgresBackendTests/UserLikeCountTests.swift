@@ -164,7 +164,7 @@ import Testing
                     try connection.execute("BEGIN")
                     let result = try connection.execute(
                         """
-                        SELECT out_failed_code FROM feedsync_apply_likes($1::integer[], $2::text[], $3::text[], $4::text[], $5::bigint[])
+                        SELECT failed_code FROM unnest(feedsync_like_results($1::integer[], $2::text[], $3::text[], $4::text[], $5::bigint[]))
                         """, [.text("{1,2}"), .text("{toggle,toggle}"), .text(users), .text(posts), .text("{0,0}")])
                     try connection.execute("COMMIT")
                     for row in 0..<result.rowCount where result.string(row, 0) != nil {

@@ -47,9 +47,9 @@ extension PostgresTransaction {
         return pairs
     }
 
-    /// The whole batch in one statement: `feedsync_apply_likes` (migrations 0003 and 0004) locks the batch's posts,
-    /// then its users, in key order, applies each unit (in a subtransaction when there are several), appends the
-    /// events last, and returns one row per operation. With one unit, its failure fails the statement — and so the
+    /// The whole batch in one statement: `feedsync_like_results` (migration 0008) locks the batch's posts, then its
+    /// users, in key order, applies each unit (in a subtransaction when there are several), appends the events last,
+    /// and returns one result per operation. With one unit, its failure fails the statement — and so the
     /// transaction — and is thrown; with several, each unit runs in a subtransaction and failures come back as results.
     func applyLikes(_ units: [LikeUnit]) throws -> [Result<[LikeOutcome], StorageError>] {
         try applyLikes(units, lane: nil)
@@ -88,8 +88,8 @@ extension PostgresTransaction {
                 """
         } else {
             sql = """
-                SELECT out_failed_code, out_failed_message, out_liked, out_like_count, out_seq
-                FROM feedsync_apply_likes($1::integer[], $2::text[], $3::text[], $4::text[], $5::bigint[])
+                SELECT failed_code, failed_message, liked, like_count, seq
+                FROM unnest(feedsync_like_results($1::integer[], $2::text[], $3::text[], $4::text[], $5::bigint[]))
                 """
         }
         let result = try run(
@@ -102,7 +102,7 @@ extension PostgresTransaction {
             throw StorageError.database(
                 DatabaseFailure(
                     backend: PostgresBackend.name, code: "XX000",
-                    message: "feedsync_apply_likes returned \(result.rowCount) rows for \(actions.count) operations"))
+                    message: "feedsync_like_results returned \(result.rowCount) rows for \(actions.count) operations"))
         }
         var outcomes: [Result<[LikeOutcome], StorageError>] = []
         outcomes.reserveCapacity(units.count)
@@ -132,7 +132,7 @@ extension PostgresTransaction {
         return outcomes
     }
 
-    /// The error for a unit that `feedsync_apply_likes` reported failed: `FSU01`/`FSP01` carry the unknown user's or
+    /// The error for a unit that `feedsync_like_results` reported failed: `FSU01`/`FSP01` carry the unknown user's or
     /// post's id; anything else is a database failure.
     private static func unitFailure(code: String?, message: String, in units: [LikeUnit]) -> StorageError {
         switch code {
