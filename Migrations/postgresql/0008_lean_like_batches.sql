@@ -1,85 +1,36 @@
 -- FeedSync schema for PostgreSQL, version 8: a like batch in one lean PL/pgSQL function.
 --
--- Versions 3, 4 and 7 ran a batch through four layers — a lane function calling the batch function through
--- `SELECT array_agg(…) FROM …`, which called the version-3 batch, which called a unit function once per unit and
--- built its answer with `array_append` — and a lone like cost the server 1.6× the CPU of pgbench's toggle
--- (Docs/decisions/0019). `feedsync_like_results` does the same work in one function: per command, the post row (locked)
--- and the user, the like deleted or inserted, the count and the event from the locked row; one event-log append for
--- the batch. The answer is an array of `feedsync_like_result`, returned by value. What did not change:
---   * the lock order: posts in post_key order, then users in user_key order, then likes, then `event_log_head`, last.
---     A batch of one command locks its post as it reads it; its user's row is locked by the count trigger after the
---     like (it holds one post, so no other batch can hold that post and wait for it — see Docs/Storage.md);
---   * with several units each runs in a subtransaction, a failing unit (FSU01 / FSP01) a result; with one unit its
---     failure fails the statement; a serialization failure or deadlock always fails the statement;
---   * the like-count triggers keep `posts.like_count` and `users.like_count` for any writer.
+-- Versions 3, 4 and 7 ran a batch through four layers — the lane function calling the batch function through
+-- `SELECT array_agg(…) FROM …`, which called the version-3 batch, which called a unit function once per unit, each unit
+-- of a batch of several in a subtransaction — and a lone like cost the server 1.6× the CPU of pgbench's toggle
+-- (Docs/decisions/0019-postgresql-likes-cost-what-a-toggle-costs.md). `feedsync_like_results` does the same work in one
+-- function and returns its answer as an array, by value:
+--   * the lock order is unchanged: posts in post_key order, then users in user_key order, then likes, then
+--     `event_log_head`, last. A lone command locks its post as it reads it; its user's row is locked by the count
+--     trigger after the like — it holds one post, so no batch holding that post can be waiting for it;
+--   * a unit's ids are all looked up before it changes anything, so an unknown user or post fails the unit without a
+--     subtransaction: the unit's result with several units, the statement's error with one;
+--   * the like-count triggers still keep `posts.like_count` and `users.like_count` for any writer.
 --
--- `feedsync_apply_likes_once` keeps its signature and its promise (a batch sent twice applies once) and costs less:
--- it reads the lane without locking it, applies the batch, then records the lane with one upsert that only moves a
--- lane forward. A second send that ran while the first was still running finds the lane moved when it records and
--- fails with FSB02 (its work undone); sent again, it answers from the lane, as before.
+-- `feedsync_apply_likes_once` keeps its signature and its promise (a batch sent twice applies once) for less: it reads
+-- the lane without locking it, applies the batch, then records the lane with one upsert that only moves a lane
+-- forward. A second send that ran while the first was still running finds the lane moved when it records and fails
+-- with FSB02 (its work undone); sent again, it answers from the lane, as before.
 
 DROP FUNCTION feedsync_apply_likes(integer[], text[], text[], text[], bigint[]);
 DROP FUNCTION feedsync_apply_likes_v3(integer[], text[], text[], text[], bigint[]);
 DROP FUNCTION feedsync_like_unit(text[], text[], text[], bigint);
 
--- One unit's commands, in order, in the caller's transaction: for each, whether the user likes the post afterwards,
--- the post's like count afterwards and whether anything changed (no failure, no seq). An unknown user or post raises
--- FSU01 / FSP01 with the id as message.
-CREATE FUNCTION feedsync_like_unit(actions text[], user_ids text[], post_ids text[], at bigint)
-RETURNS feedsync_like_result[]
-LANGUAGE plpgsql AS $$
-DECLARE
-    answer feedsync_like_result[] := '{}';
-    k integer;
-    uk bigint;
-    pk bigint;
-    n bigint;
-    cnt bigint;
-    act text;
-    did boolean;
-    now_liked boolean;
-BEGIN
-    FOR k IN 1 .. coalesce(array_length(actions, 1), 0) LOOP
-        act := actions[k];
-        SELECT p.post_key, p.like_count INTO pk, cnt FROM posts p WHERE p.id = post_ids[k] FOR NO KEY UPDATE;
-        SELECT u.user_key INTO uk FROM users u WHERE u.id = user_ids[k];
-        IF uk IS NULL THEN
-            RAISE EXCEPTION USING ERRCODE = 'FSU01', MESSAGE = user_ids[k];
-        END IF;
-        IF pk IS NULL THEN
-            RAISE EXCEPTION USING ERRCODE = 'FSP01', MESSAGE = post_ids[k];
-        END IF;
-        did := false;
-        now_liked := false;
-        IF act <> 'like' THEN
-            DELETE FROM likes l WHERE l.user_key = uk AND l.post_key = pk;
-            GET DIAGNOSTICS n = ROW_COUNT;
-            did := n > 0;
-        END IF;
-        IF act = 'like' OR (act = 'toggle' AND NOT did) THEN
-            INSERT INTO likes (user_key, post_key, created_at) VALUES (uk, pk, at) ON CONFLICT DO NOTHING;
-            GET DIAGNOSTICS n = ROW_COUNT;
-            IF act = 'toggle' AND n = 0 THEN
-                -- Not there to delete, yet not insertable: a writer outside the post-first lock order changed the
-                -- like meanwhile. Retrying the transaction sees its commit.
-                RAISE EXCEPTION USING ERRCODE = '40001', MESSAGE = 'a like changed under a toggle';
-            END IF;
-            did := n > 0;
-            now_liked := true;
-        END IF;
-        IF did THEN
-            -- The count trigger has moved the locked row's count by one.
-            cnt := cnt + CASE WHEN now_liked THEN 1 ELSE -1 END;
-        END IF;
-        answer := answer || ROW(NULL, NULL, now_liked, cnt, did, NULL)::feedsync_like_result;
-    END LOOP;
-    RETURN answer;
-END;
-$$;
-
 -- A batch, in the caller's transaction: command i belongs to unit units[i] (consecutive commands of one unit share a
 -- number); ats[i] is its unit's time in milliseconds. One result per command, in order: its unit's failure
--- (SQLSTATE and message), or its result and, when it changed something, its event's seq.
+-- (SQLSTATE and message), or whether the user likes the post afterwards, the post's like count afterwards, whether
+-- anything changed and, when it did, its event's seq.
+--
+-- A unit fails only for an unknown user (FSU01) or post (FSP01), with the id as message: every command's ids are
+-- looked up before the unit changes anything, so a failing unit changes nothing and needs no subtransaction. With one
+-- unit the failure is raised (it fails the statement); with several it is the unit's result. Anything else raised
+-- fails the statement (a serialization failure or deadlock, which the caller retries; or an unexpected error, after
+-- which the caller runs the units one by one).
 CREATE FUNCTION feedsync_like_results(units integer[], actions text[], user_ids text[], post_ids text[], ats bigint[])
 RETURNS feedsync_like_result[]
 LANGUAGE plpgsql AS $$
@@ -89,10 +40,17 @@ DECLARE
     first_k integer := 1;
     last_k integer;
     k integer;
-    n integer;
+    n bigint;
+    uks bigint[] := '{}';
+    pks bigint[] := '{}';
+    uk bigint;
+    pk bigint;
     code text;
     message text;
-    unit feedsync_like_result[];
+    act text;
+    did boolean;
+    now_liked boolean;
+    cnt bigint;
     answer feedsync_like_result[] := '{}';
     -- Per command, its event's number within the batch (NULL: no event).
     event_of integer[] := '{}';
@@ -106,65 +64,76 @@ BEGIN
     IF total = 0 THEN
         RETURN answer;
     END IF;
-    IF total = 1 THEN
-        -- The common batch, a lone command: no arrays to build.
-        answer := feedsync_like_unit(actions, user_ids, post_ids, ats[1]);
-        IF answer[1].changed THEN
-            UPDATE event_log_head SET last_seq = last_seq + 1 WHERE id = 1 RETURNING last_seq INTO base;
-            IF base IS NULL THEN
-                RAISE EXCEPTION USING ERRCODE = 'P0002', MESSAGE = 'the event_log_head row is missing';
-            END IF;
-            INSERT INTO events (seq, kind, user_id, post_id, like_count, at)
-            VALUES (base, CASE WHEN answer[1].liked THEN 'liked' ELSE 'unliked' END, user_ids[1], post_ids[1],
-                answer[1].like_count, ats[1]);
-            answer[1].seq := base;
-        END IF;
-        RETURN answer;
-    END IF;
     several := units[1] <> units[total];
-    -- 1. The posts, then the users, in key order, before any like.
-    PERFORM 1 FROM posts p WHERE p.id = ANY (post_ids) ORDER BY p.post_key FOR NO KEY UPDATE;
-    PERFORM 1 FROM users u WHERE u.id = ANY (user_ids) ORDER BY u.user_key FOR NO KEY UPDATE;
-    -- 2. The units.
+    IF total > 1 THEN
+        -- 1. The posts, then the users, in key order, before any like. (A lone command locks its post as it reads it
+        -- below; its user's row is locked by the count trigger after the like.)
+        PERFORM 1 FROM posts p WHERE p.id = ANY (post_ids) ORDER BY p.post_key FOR NO KEY UPDATE;
+        PERFORM 1 FROM users u WHERE u.id = ANY (user_ids) ORDER BY u.user_key FOR NO KEY UPDATE;
+    END IF;
+    -- 2. The units, each looked up whole before it changes anything.
     WHILE first_k <= total LOOP
         last_k := first_k;
         WHILE last_k < total AND units[last_k + 1] = units[first_k] LOOP
             last_k := last_k + 1;
         END LOOP;
-        IF several THEN
-            BEGIN
-                unit := feedsync_like_unit(
-                    actions[first_k:last_k], user_ids[first_k:last_k], post_ids[first_k:last_k], ats[first_k]);
-            EXCEPTION WHEN OTHERS THEN
-                GET STACKED DIAGNOSTICS code = RETURNED_SQLSTATE, message = MESSAGE_TEXT;
-                -- A serialization failure or deadlock fails the whole transaction, which the caller retries.
-                IF left(code, 2) = '40' THEN
-                    RAISE;
-                END IF;
-                unit := NULL;
-            END;
-        ELSE
-            -- One unit: the transaction itself isolates it; its failure fails the statement.
-            unit := feedsync_like_unit(
-                actions[first_k:last_k], user_ids[first_k:last_k], post_ids[first_k:last_k], ats[first_k]);
-        END IF;
+        code := NULL;
         FOR k IN first_k .. last_k LOOP
-            IF unit IS NULL THEN
+            SELECT p.post_key INTO pk FROM posts p WHERE p.id = post_ids[k] FOR NO KEY UPDATE;
+            SELECT u.user_key INTO uk FROM users u WHERE u.id = user_ids[k];
+            IF uk IS NULL THEN
+                code := 'FSU01';
+                message := user_ids[k];
+            ELSIF pk IS NULL THEN
+                code := 'FSP01';
+                message := post_ids[k];
+            END IF;
+            IF code IS NOT NULL THEN
+                IF NOT several THEN
+                    RAISE EXCEPTION USING ERRCODE = code, MESSAGE = message;
+                END IF;
+                EXIT;
+            END IF;
+            uks[k] := uk;
+            pks[k] := pk;
+        END LOOP;
+        FOR k IN first_k .. last_k LOOP
+            IF code IS NOT NULL THEN
                 answer := answer || ROW(code, message, NULL, NULL, NULL, NULL)::feedsync_like_result;
                 event_of := event_of || NULL::integer;
-            ELSE
-                n := k - first_k + 1;
-                answer := answer || unit[n];
-                IF unit[n].changed THEN
-                    e_kind := e_kind || CASE WHEN unit[n].liked THEN 'liked' ELSE 'unliked' END;
-                    e_user := e_user || user_ids[k];
-                    e_post := e_post || post_ids[k];
-                    e_count := e_count || unit[n].like_count;
-                    e_at := e_at || ats[k];
-                    event_of := event_of || coalesce(array_length(e_kind, 1), 0);
-                ELSE
-                    event_of := event_of || NULL::integer;
+                CONTINUE;
+            END IF;
+            act := actions[k];
+            did := false;
+            now_liked := false;
+            IF act <> 'like' THEN
+                DELETE FROM likes l WHERE l.user_key = uks[k] AND l.post_key = pks[k];
+                GET DIAGNOSTICS n = ROW_COUNT;
+                did := n > 0;
+            END IF;
+            IF act = 'like' OR (act = 'toggle' AND NOT did) THEN
+                INSERT INTO likes (user_key, post_key, created_at) VALUES (uks[k], pks[k], ats[k]) ON CONFLICT DO NOTHING;
+                GET DIAGNOSTICS n = ROW_COUNT;
+                IF act = 'toggle' AND n = 0 THEN
+                    -- Not there to delete, yet not insertable: a writer outside the post-first lock order changed
+                    -- the like meanwhile. Retrying the transaction sees its commit.
+                    RAISE EXCEPTION USING ERRCODE = '40001', MESSAGE = 'a like changed under a toggle';
                 END IF;
+                did := n > 0;
+                now_liked := true;
+            END IF;
+            -- The count after the count trigger, from the row this transaction holds locked.
+            SELECT p.like_count INTO cnt FROM posts p WHERE p.post_key = pks[k];
+            answer := answer || ROW(NULL, NULL, now_liked, cnt, did, NULL)::feedsync_like_result;
+            IF did THEN
+                e_kind := e_kind || CASE WHEN now_liked THEN 'liked' ELSE 'unliked' END;
+                e_user := e_user || user_ids[k];
+                e_post := e_post || post_ids[k];
+                e_count := e_count || cnt;
+                e_at := e_at || ats[k];
+                event_of := event_of || coalesce(array_length(e_kind, 1), 0);
+            ELSE
+                event_of := event_of || NULL::integer;
             END IF;
         END LOOP;
         first_k := last_k + 1;
@@ -178,9 +147,14 @@ BEGIN
     IF base IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'P0002', MESSAGE = 'the event_log_head row is missing';
     END IF;
-    INSERT INTO events (seq, kind, user_id, post_id, like_count, at)
-    SELECT base + d.i, d.kind, d.user_id, d.post_id, d.like_count, d.at
-    FROM unnest(e_kind, e_user, e_post, e_count, e_at) WITH ORDINALITY AS d(kind, user_id, post_id, like_count, at, i);
+    IF n = 1 THEN
+        INSERT INTO events (seq, kind, user_id, post_id, like_count, at)
+        VALUES (base + 1, e_kind[1], e_user[1], e_post[1], e_count[1], e_at[1]);
+    ELSE
+        INSERT INTO events (seq, kind, user_id, post_id, like_count, at)
+        SELECT base + d.i, d.kind, d.user_id, d.post_id, d.like_count, d.at
+        FROM unnest(e_kind, e_user, e_post, e_count, e_at) WITH ORDINALITY AS d(kind, user_id, post_id, like_count, at, i);
+    END IF;
     FOR k IN 1 .. total LOOP
         IF event_of[k] IS NOT NULL THEN
             answer[k].seq := base + event_of[k];
