@@ -146,10 +146,13 @@ public final class Database: Sendable {
         if !opensImmutable {
             let readers = ReaderPool(location: location, configuration: configuration, capacity: capacity)
             // The keeper never writes; it only lets `close()` tidy up as the last connection. It is optional: a
-            // file it cannot open read-write is still read.
+            // file it cannot open read-write is still read. It reads nothing after validation, so it maps nothing: a
+            // map would cost its page faults and its unmapping for a few pages read once.
+            var keeperConfiguration = configuration
+            keeperConfiguration.memoryMapSizeMiB = nil
             let keeper =
                 configuration.removesWALFilesOnClose
-                ? (try? Connection(location: location, access: .readWriteExisting, configuration: configuration))
+                ? (try? Connection(location: location, access: .readWriteExisting, configuration: keeperConfiguration))
                     .map(SerializedConnection.init) : nil
             do {
                 // Validating on a reader also opens one now, so that a bad path fails here, not on the first read.

@@ -49,6 +49,7 @@ public enum FeedBackends {
                 configuration.removesWALFilesOnClose = options.removesWALFilesOnClose
                 configuration.immutableWhenUnwritable = options.immutableWhenUnwritable
                 if !options.backgroundCheckpoints { configuration.checkpointPolicy = .inline(pages: 1_000) }
+                if !options.memoryMap { configuration.memoryMapSizeMiB = nil }
                 let mode: FeedStore.OpenMode =
                     switch options.mode {
                     case .migrate: .migrate

@@ -33,6 +33,11 @@ public struct FeedOpenOptions: Sendable, Hashable {
     /// directory, or when the disk has no room for the `-shm` file. For reads that end soon: such a reader never sees
     /// later commits, so one that follows changes leaves it off. See `Configuration.immutableWhenUnwritable`.
     public var immutableWhenUnwritable = false
+    /// SQLite: read the database file through a memory map (`Configuration.memoryMapSizeMiB`, 256 MiB; the default),
+    /// or, when `false`, with `pread` as SQLite does by itself. The map pays off over many reads; a process that reads
+    /// a few dozen pages once and ends (a command line's one-shot read) spends more on faulting the mapped pages in
+    /// and unmapping them than the copies cost. See `Docs/decisions/0016-sqlite-reads-through-a-memory-map.md`.
+    public var memoryMap = true
     /// SQLite: checkpoint the write-ahead log on a background thread, so that no commit waits for a checkpoint (the
     /// default), or, when `false`, inside the commit that fills it past 1,000 pages as SQLite does by itself. See
     /// `Configuration.checkpointPolicy` and `Docs/Storage.md` ("Checkpoints").

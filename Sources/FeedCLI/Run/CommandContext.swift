@@ -153,6 +153,8 @@ struct CommandContext: Sendable {
         // Reading a WAL database creates its -wal and -shm files; let closing remove them again.
         options.removesWALFilesOnClose = true
         options.immutableWhenUnwritable = !follows
+        // A read that ends soon reads a few dozen pages once: `pread` costs less than mapping the file.
+        options.memoryMap = follows
         do {
             return try FeedBackends.open(settings.location, options: options)
         } catch .storage(.migrationsPending(let databaseVersion, let binaryVersion)) {

@@ -44,8 +44,12 @@ internal import Foundation
 /// doubles from 10 ms to 2 s; events pruned before delivery read them are not delivered (and logged). The delivering
 /// thread waits for those reads, never for a command.
 ///
-/// `@unchecked Sendable`: `backlog`, `isScheduled`, `lingers`, `logSource` and `retryDelay` are only touched
-/// while `condition` is locked; `queue`, `limit` and `deliver` are immutable.
+/// The executor is made at the first drain: a process whose commands have nobody listening (a command line's one
+/// command) never needs it, and a queue that was made costs a thread when it is released (GCD runs the destructor of
+/// its queue-specific value on a worker thread).
+///
+/// `@unchecked Sendable`: `backlog`, `isScheduled`, `lingers`, `logSource`, `retryDelay` and `madeQueue` are only
+/// touched while `condition` is locked; `limit` and `deliver` are immutable.
 final class EventSequencer: @unchecked Sendable {
     /// A batch of events handed to the delivering thread; internal so that no outside code can name it.
     struct Batch {
@@ -81,7 +85,8 @@ final class EventSequencer: @unchecked Sendable {
     private var isScheduled = false
     /// Whether the last range handed over was committed by this process: only then does a drain linger.
     private var lingers = false
-    private let queue = DispatchQueue(label: "FeedSync.Delivery")
+    /// The delivery executor, once a drain was scheduled (``queue``).
+    private var madeQueue: DispatchQueue?
     /// Marks `queue` (GCD's queue-specific data), to recognise a wait for delivery from inside a delivery.
     private let ownQueue = DispatchSpecificKey<Bool>()
     private let deliver: @Sendable (Batch) -> Void
@@ -100,7 +105,17 @@ final class EventSequencer: @unchecked Sendable {
         self.limit = max(1, limit)
         self.isListened = isListened
         self.deliver = deliver
-        queue.setSpecific(key: ownQueue, value: true)
+    }
+
+    /// The delivery executor, `FeedSync.Delivery`, made on first use.
+    private var queue: DispatchQueue {
+        withBacklog { _ in
+            if let madeQueue { return madeQueue }
+            let queue = DispatchQueue(label: "FeedSync.Delivery")
+            queue.setSpecific(key: ownQueue, value: true)
+            madeQueue = queue
+            return queue
+        }
     }
 
     /// Lets delivery read from `source`'s log the ranges it keeps without their events (replacing another service's).
@@ -113,11 +128,14 @@ final class EventSequencer: @unchecked Sendable {
     /// Detaches the log `owner` attached, if it is the one attached; ranges kept without their events are then not
     /// delivered. Returns at once.
     func detachLog(owner: ObjectIdentifier) {
-        let schedule = withBacklog { _ -> Bool in
+        let schedule = withBacklog { backlog -> Bool in
             guard logSource?.owner == owner else { return false }
             logSource = nil
-            defer { isScheduled = true }
-            return !isScheduled
+            // A drain settles the ranges kept without their events, which are no longer read; with no range
+            // waiting there is nothing to settle.
+            guard !isScheduled, !backlog.ranges.isEmpty else { return false }
+            isScheduled = true
+            return true
         }
         if schedule { queue.async { self.drain() } }
     }
