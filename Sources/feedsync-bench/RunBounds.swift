@@ -66,7 +66,7 @@ final class RunBounds {
         line.add("commit_alone_us", commitAloneMicros, digits: 1)
         #if PostgreSQL
             guard let server, let start = serverStart, var end = serverEnd else { return }
-            try server.finish(&end)
+            try server.finish(&end, start: start)
             let ops = Double(max(ops, 1))
             line.add("round_trips_per_op", Double(end.roundTrips - start.roundTrips) / ops, digits: 3)
             if let before = start.backends, let after = end.backends {
@@ -82,9 +82,13 @@ final class RunBounds {
                 line.add("server_cpu_us_per_op_notify", microseconds("feedsync-notify"), digits: 1)
             }
             line.add("wal_bytes_per_op", Double(end.walPosition - start.walPosition) / ops, digits: 1)
-            line.add("wal_records_per_op", Double(end.walRecords - start.walRecords) / ops, digits: 2)
-            line.add("wal_syncs_per_op", Double(end.walSyncs - start.walSyncs) / ops, digits: 3)
-            if !start.walSettled || !end.walSettled { line.add("wal_stats_settled", false) }
+            // Only from statistics that had caught up at both ends: no figure rather than a wrong one.
+            if start.walSettled && end.walSettled {
+                line.add("wal_records_per_op", Double(end.walRecords - start.walRecords) / ops, digits: 2)
+                line.add("wal_syncs_per_op", Double(end.walSyncs - start.walSyncs) / ops, digits: 3)
+            } else {
+                line.add("wal_stats_settled", false)
+            }
         #endif
     }
 }

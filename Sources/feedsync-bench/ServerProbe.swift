@@ -11,9 +11,11 @@
         struct Sample {
             /// `pg_current_wal_insert_lsn()` in bytes: every byte of WAL inserted so far, by any database.
             var walPosition: Int64 = 0
-            /// `pg_stat_wal.wal_records` and `wal_sync`, read once they caught up (``settledWALStatistics()``).
+            /// `pg_stat_wal.wal_records`, `wal_sync` and `wal_bytes`, read once they caught up
+            /// (``settledWALStatistics(since:)``).
             var walRecords: Int64 = 0
             var walSyncs: Int64 = 0
+            var walStatisticsBytes: Int64 = 0
             /// Whether the WAL statistics caught up within the wait's bound.
             var walSettled = true
             /// The run's database's other backends by pid; `nil` when the server is not on this host.
@@ -31,7 +33,7 @@
         private let probe: PostgresProbe
         /// The WAL position and `pg_stat_wal.wal_bytes` when every byte of WAL so far was in the statistics
         /// (``markBaseline()``).
-        private var baseline: (position: Int64, bytes: Int64, records: Int64) = (0, 0, 0)
+        private var baseline = Sample()
 
         /// Connects to the run's database at `url`.
         init(url: String) throws {
@@ -48,7 +50,7 @@
                     "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint, wal_bytes::bigint, wal_records "
                         + "FROM pg_stat_wal"
                 ).first?.map { $0.integer ?? 0 } ?? [0, 0, 0]
-            baseline = (row[0], row[1], row[2])
+            (baseline.walPosition, baseline.walStatisticsBytes, baseline.walRecords) = (row[0], row[1], row[2])
         }
 
         /// The median latency of ``CommitAlone/commits`` autocommit UPDATEs of a one-row scratch table in the run's
@@ -71,9 +73,7 @@
         /// The sample opening the timed part: the WAL statistics first (waiting for them to settle), the counters
         /// that move with the run last.
         func start() throws -> Sample {
-            var sample = Sample()
-            (sample.walRecords, sample.walSyncs, sample.walSettled) = try settledWALStatistics()
-            sample.walPosition = try walPosition()
+            var sample = try settledWALStatistics(since: baseline)
             sample.backends = try backends()
             sample.roundTrips = PostgresRoundTrips.sent.load(ordering: .relaxed)
             return sample
@@ -88,24 +88,27 @@
             return sample
         }
 
-        /// Completes the closing sample with the WAL statistics, once they caught up (after the run's services
-        /// closed, at once).
-        func finish(_ sample: inout Sample) throws {
-            (sample.walRecords, sample.walSyncs, sample.walSettled) = try settledWALStatistics()
+        /// Completes the closing sample with the WAL statistics, once they caught up with the WAL written since
+        /// `start` (after the run's services closed, at once).
+        func finish(_ sample: inout Sample, start: Sample) throws {
+            let settled = try settledWALStatistics(since: start)
+            (sample.walRecords, sample.walSyncs, sample.walSettled) = (settled.walRecords, settled.walSyncs, settled.walSettled)
         }
 
         private func walPosition() throws -> Int64 {
             try integer(probe.execute("SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint"))
         }
 
-        /// `pg_stat_wal`'s records and syncs once they caught up with the WAL.
+        /// `pg_stat_wal`'s figures once they caught up with the WAL written since `reference` (a sample whose
+        /// statistics had).
         ///
         /// PostgreSQL 15 backends publish their WAL statistics lazily: when idle, at most once a second, and what an
         /// idle connection holds back then waits for a timer of 10 s (a closing connection publishes at once). So this
-        /// reads every 200 ms until the WAL bytes in the statistics grew since ``markBaseline()`` by what the WAL
-        /// position grew, less its page headers (24 bytes in 8 KiB) and record alignment (under 8 bytes a record), for
-        /// at most 12 s; `settled` is false when they had not.
-        private func settledWALStatistics() throws -> (records: Int64, syncs: Int64, settled: Bool) {
+        /// reads every 200 ms until the WAL bytes in the statistics grew by what the WAL position grew, less its page
+        /// headers (24 bytes in 8 KiB) and record alignment (allowed: 2 bytes a record, 8 KiB in all), for at most
+        /// 12 s. `walSettled` is false when they had not, or when they grew by more (they then hold WAL written before
+        /// `reference`).
+        private func settledWALStatistics(since reference: Sample) throws -> Sample {
             let deadline = monotonicNanos() + 12_000_000_000
             while true {
                 let row =
@@ -113,10 +116,15 @@
                         "SELECT wal_records, wal_sync, wal_bytes::bigint, pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint "
                             + "FROM pg_stat_wal"
                     ).first?.map { $0.integer ?? 0 } ?? [0, 0, 0, 0]
-                let grown = row[3] - baseline.position
-                let missing = grown - grown * 24 / 8192 - (row[2] - baseline.bytes)
-                if missing <= 8 * (row[0] - baseline.records) + 8192 { return (row[0], row[1], true) }
-                guard monotonicNanos() < deadline else { return (row[0], row[1], false) }
+                var sample = Sample()
+                (sample.walRecords, sample.walSyncs, sample.walStatisticsBytes, sample.walPosition) = (row[0], row[1], row[2], row[3])
+                let grown = sample.walPosition - reference.walPosition
+                let missing = grown - grown * 24 / 8192 - (sample.walStatisticsBytes - reference.walStatisticsBytes)
+                let allowed = 2 * (sample.walRecords - reference.walRecords) + 8192
+                if missing <= allowed || monotonicNanos() >= deadline {
+                    sample.walSettled = (-8192...allowed).contains(missing)
+                    return sample
+                }
                 usleep(200_000)
             }
         }
