@@ -38,6 +38,8 @@ let package = Package(
         .systemLibrary(name: "CLibPQ"),
         // Linux's epoll (sys/epoll.h), which Glibc's Swift module leaves out: feedsync-bench's w10 client.
         .systemLibrary(name: "CEpoll"),
+        // Linux's perf_event_open(2) behind a non-variadic wrapper: feedsync-bench's instructions per operation.
+        .systemLibrary(name: "CPerfEvent"),
         .systemLibrary(
             name: "CMicroHTTPD",
             pkgConfig: "libmicrohttpd",
@@ -135,7 +137,8 @@ let package = Package(
         .executableTarget(
             name: "feedsync-bench",
             dependencies: [
-                "FeedSync", "CEpoll", .target(name: "FeedPostgresBackend", condition: .when(traits: ["PostgreSQL"])),
+                "FeedSync", "FeedSQLite", "CEpoll", "CPerfEvent",
+                .target(name: "FeedPostgresBackend", condition: .when(traits: ["PostgreSQL"])),
             ],
             swiftSettings: strictSettings
         ),

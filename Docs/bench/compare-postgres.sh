@@ -19,6 +19,12 @@
 #   w4, w6  feedsync-bench only (W4 is read against pgbench toggle at 1 client)
 #   w7      feedsync-bench w7 --threads T --writer group and --writer mutex (calls serialised: no group commit)
 #
+# What bounds the figures (Docs/bench/README.md, "What bounds a figure"): once per call, pg_test_fsync -s 1 on the
+# server's disk is recorded as a line {"workload":"bounds","impl":"pg_test_fsync",...}; around every pgbench run the
+# server's CPU per transaction (the postmaster's reaped children: pgbench's backends, which exit with it) and the
+# WAL per transaction (bytes from the WAL position, records and syncs from pg_stat_wal) are added to its line;
+# feedsync-bench records its own (server CPU, WAL, round trips, client CPU, lone commit). A second table prints them.
+#
 # Environment:
 #   WORKLOADS      cases to run (default "w1 hot w2 w2long w4 w6 w7")
 #   CLIENTS        W1 client counts (default "1 4 16"); HOT_CLIENTS (default 16); W7_THREADS (default 16)
@@ -99,6 +105,7 @@ server="postgresql://feedsync@${hostpath%%/*}"
 unset url userinfo
 db_url="$server/feedsync"
 echo "server $server; $(nproc) CPUs; $secs s per pgbench run; results to $results" >&2
+pg_bin=${PG_BIN:-$(dirname "$(printf '%s\n' /usr/lib/postgresql/*/bin/pg_test_fsync | sort -V | tail -n 1)")}
 
 q() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
 
@@ -110,6 +117,37 @@ echo "seeding pgb_w2 ($w2_posts posts, $w2_likes likes)" >&2
 q "$server/pgb_w2" -v posts=$w2_posts -v users=$w2_users -v likes=$w2_likes -f "$peers_pg/seed.sql" || exit 2
 
 status=0
+# The disk's flush: pg_test_fsync's one-8kB-write figures for fdatasync (Linux's default wal_sync_method) and
+# open_datasync, on the server's data disk (as the server's user, who may write there).
+fsync_bounds() {
+    local out as_server=()
+    [ "$(id -u)" -ne 0 ] || as_server=(runuser -u postgres --)
+    out=$("${as_server[@]}" "$pg_bin/pg_test_fsync" -s 1 -f "$tmp/server/fsync.test" 2> /dev/null)
+    rm -f "$tmp/server/fsync.test"
+    echo "$out" | python3 -c '
+import json, re, sys
+line = {"workload": "bounds", "impl": "pg_test_fsync", "backend": "postgresql"}
+text = sys.stdin.read().split("two 8kB writes")[0]
+for method in ("fdatasync", "open_datasync"):
+    m = re.search(r"^\s*" + method + r"\s+([0-9.]+) ops/sec\s+([0-9]+) usecs/op", text, re.M)
+    line[method + "_ops_per_s"] = float(m.group(1)) if m else None
+    line[method + "_us"] = int(m.group(2)) if m else None
+line["ok"] = line["fdatasync_us"] is not None
+print(json.dumps(line, separators=(",", ":")))'
+}
+
+# The postmaster's reaped children's CPU time (cutime + cstime of /proc/<postmaster>/stat) in clock ticks: every
+# backend that exited so far, pgbench's included once it ended.
+postmaster_ticks() {
+    local pid
+    pid=$(head -n 1 "$tmp/server/data/postmaster.pid" 2> /dev/null) || return
+    sed 's/^.*) //' "/proc/$pid/stat" 2> /dev/null | awk '{ print $14 + $15 }'
+}
+# The WAL position in bytes, and pg_stat_wal's records and syncs: "bytes records syncs".
+wal_sample() {
+    q "$db_url" -F ' ' -c "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint, wal_records, wal_sync FROM pg_stat_wal"
+}
+
 # record LINE: appends a JSON line to $results (a missing line is a failure).
 record() {
     if [ -n "$1" ]; then echo "$1" >> "$results"; else echo "    (no output)" >&2; status=1; fi
@@ -151,8 +189,16 @@ pgb() {
     local threads=$((clients < 2 ? 1 : 2))
     echo "  pgbench $workload -c $clients $*" >&2
     [ "$script" != toggle.sql ] || reset_w1 || status=1
+    # What the server did for the run: WAL sampled outside the CPU span (psql's own backends are reaped too).
+    local wal_before wal_after ticks_before ticks_after
+    wal_before=$(wal_sample)
+    sleep 0.2
+    ticks_before=$(postmaster_ticks)
     pgbench -n -M prepared -j "$threads" -c "$clients" -T "$secs" "$@" -f "$here/$script" "$server/$db" \
         > "$tmp/pgbench.out" 2> "$tmp/pgbench.err" || rc=$?
+    sleep 0.3 # pgbench's backends exit (publishing their WAL statistics) and are reaped
+    ticks_after=$(postmaster_ticks)
+    wal_after=$(wal_sample)
     local tps lat txns failed ok=true
     tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$tmp/pgbench.out")
     lat=$(sed -n 's/^latency average = \([0-9.]*\) ms$/\1/p' "$tmp/pgbench.out")
@@ -173,9 +219,24 @@ pgb() {
         extra=",\"like_count_total\":$total,\"likes\":$likes,\"events\":$events"
     fi
     [ "$ok" = true ] || status=1
+    if [ "${txns:-0}" -gt 0 ]; then
+        extra+=$(python3 -c '
+import json, os, sys
+txns, tb, ta = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+wb, wa = [int(x) for x in sys.argv[4].split()], [int(x) for x in sys.argv[5].split()]
+keys = {"server_cpu_us_per_op": None if not tb or not ta else
+        round((int(ta) - int(tb)) / os.sysconf("SC_CLK_TCK") * 1e6 / txns, 1),
+        "wal_bytes_per_op": round((wa[0] - wb[0]) / txns, 1), "wal_records_per_op": round((wa[1] - wb[1]) / txns, 2),
+        "wal_syncs_per_op": round((wa[2] - wb[2]) / txns, 3)}
+print("," + json.dumps(keys, separators=(",", ":"))[1:-1])' \
+            "$txns" "$ticks_before" "$ticks_after" "$wal_before" "$wal_after") || true
+    fi
     record "$(printf '{"workload":"%s","impl":"pgbench","backend":"postgresql","clients":%d,"tps":%s,"latency_avg_ms":%s,"transactions":%s,"seconds":%s%s,"ok":%s}' \
         "$workload" "$clients" "${tps:-null}" "${lat:-null}" "${txns:-0}" "$secs" "$extra" "$ok")"
 }
+
+echo "pg_test_fsync -s 1 on the server's disk" >&2
+record "$(fsync_bounds)"
 
 for ((r = 1; r <= rounds; r++)); do
     echo "round $r/$rounds, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
@@ -282,6 +343,38 @@ for t in sorted({r["threads"] for r in rows if r["workload"] == "w7"}):
         if o is not None:
             row(f"W7 {t} threads, writer {writer} (ops/s vs pgbench tps at {t})", o, p)
 
+# What bounds each figure: ours (feedsync-bench's own keys) beside pgbench's (sampled around its run) per case.
+bounds = []
+fsync = pick("bounds", "pg_test_fsync")
+fsync_text = (f"fdatasync {fmt(med(fsync, 'fdatasync_us'))} µs, open_datasync {fmt(med(fsync, 'open_datasync_us'))} µs"
+              if fsync else "–")
+def pair(o, p, key):
+    a, b = med(o, key), med(p, key)
+    return f"{fmt(a)} / {fmt(b)}"
+def bound(case, o, p):
+    if not o and not p: return
+    bounds.append(f"| {case} | {pair(o, p, 'server_cpu_us_per_op')} | {pair(o, p, 'wal_bytes_per_op')} | "
+                  f"{pair(o, p, 'wal_records_per_op')} | {pair(o, p, 'wal_syncs_per_op')} | "
+                  f"{fmt(med(o, 'round_trips_per_op'))} | {fmt(med(o, 'client_cpu_us_per_op'))} | "
+                  f"{fmt(med(o, 'commit_alone_us'))} |")
+for c in sorted({r["clients"] for r in rows if r["workload"] in ("w1", "pg-toggle") and not r.get("hot_post")}):
+    bound(f"W1 toggle, {c} client{'s' if c > 1 else ''}",
+          [r for r in pick("w1", "feedsync", clients=c) if not r.get("hot_post")], pick("pg-toggle", "pgbench", clients=c))
+for c in sorted({r["clients"] for r in rows if r["workload"] == "pg-toggle-hot" or r.get("hot_post")}):
+    bound(f"hot post, {c} clients", pick("w1", "feedsync", clients=c, hot_post=True), pick("pg-toggle-hot", "pgbench", clients=c))
+for queries in sorted({r["queries"] for r in rows if r["workload"] == "w2"}):
+    bound(f"W2 page, {queries:,} pages", [r for r in pick("w2", "feedsync") if r["queries"] == queries],
+          pick("pg-page", "pgbench", clients=1))
+if pick("pg-page-ours", "pgbench"):
+    bound("W2 page: pgbench on FeedSync's statement", [], pick("pg-page-ours", "pgbench", clients=1))
+if pick("w4", "feedsync"):
+    bound("W4 observed toggle", pick("w4", "feedsync"), pick("pg-toggle", "pgbench", clients=1))
+for t in sorted({r["threads"] for r in rows if r["workload"] == "w7"}):
+    for writer in ("group", "mutex"):
+        if pick("w7", "feedsync", threads=t, writer=writer):
+            bound(f"W7 {t} threads, writer {writer}", pick("w7", "feedsync", threads=t, writer=writer),
+                  pick("pg-toggle", "pgbench", clients=t))
+
 counts = {}
 for r in rows:
     counts[r["workload"], r.get("impl")] = counts.get((r["workload"], r.get("impl")), 0) + 1
@@ -291,6 +384,12 @@ print(f"\n{len(rows)} runs from {sys.argv[1]}; runs per (workload, impl): " +
 print("| case (medians) | FeedSync | pgbench | ours ÷ pgbench | goal | |")
 print("|---|---:|---:|---:|---|---|")
 print("\n".join(out))
+if bounds:
+    print(f"\nWhat bounds each figure (medians per op or transaction, ours / pgbench; disk flush alone: {fsync_text})")
+    print("| case | server CPU µs | WAL bytes | WAL records | WAL syncs | round trips (ours) | client CPU µs (ours) "
+          "| commit alone µs (ours) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("\n".join(bounds))
 print(f"\nfailed checks: {len(failed)}" + "".join(f"\n  {json.dumps(r)}" for r in failed))
 sys.exit(1 if failed else 0)
 EOF

@@ -16,6 +16,8 @@
 #   RESULTS       where to append the JSON lines (default: a temporary file, path printed at the end).
 #   SKIP_BUILD=1  use the binaries already built in .build-bench and .build-peers (or OURS_BIN, PEER_BIN).
 #   BENCH_SCRATCH, PEERS_SCRATCH  the build directories (default .build-bench and .build-peers in the repository).
+# A second table lists what bounds our figures on this machine (Docs/bench/README.md, "What bounds a figure"):
+# feedsync-bench's client CPU (and instructions, where counted) per op and SQLite's lone commit.
 # Exit status 1 when any run failed its checks.
 set -uo pipefail
 
@@ -230,6 +232,18 @@ print(f"\n{len(rows)} runs from {sys.argv[1]}; runs per (workload, impl): " +
 print("| workload | figure (median) | FeedSync | peer | ratio ours ÷ peer | goal | |")
 print("|---|---|---|---|---|---|---|")
 print("\n".join(out))
+bounds = []
+for w, name in (("w1", "W1 toggle"), ("w2", "W2 page"), ("w4", "W4 observed toggle"), ("w7", "W7 concurrent toggle")):
+    for r0 in sorted({(r.get("batch"), r.get("threads"), r.get("writer")) for r in pick(w, "feedsync")}, key=str):
+        rs = [r for r in pick(w, "feedsync") if (r.get("batch"), r.get("threads"), r.get("writer")) == r0]
+        label = name + "".join(f", {k} {v}" for k, v in zip(("batch", "threads", "writer"), r0) if v is not None)
+        bounds.append(f"| {label} | {fmt(med(rs, 'client_cpu_us_per_op'))} | {fmt(med(rs, 'client_instructions_per_op'))} | "
+                      f"{fmt(med(rs, 'commit_alone_us'))} |")
+if bounds:
+    print("\nWhat bounds our figures (medians; instructions only where the machine counts them)")
+    print("| case | client CPU µs/op | client instructions/op | SQLite commit alone µs |")
+    print("|---|---:|---:|---:|")
+    print("\n".join(bounds))
 print(f"\nfailed checks: {len(failed)}" + "".join(f"\n  {json.dumps(r)}" for r in failed))
 sys.exit(1 if failed else 0)
 EOF

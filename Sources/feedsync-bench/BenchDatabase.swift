@@ -94,6 +94,9 @@ final class BenchDatabase {
         options = FeedOpenOptions()
     }
 
+    /// Whether the run's database is a PostgreSQL database (``location`` is then its URL).
+    var isPostgreSQL: Bool { server != nil }
+
     /// Opens the run's database (SQLite: created and migrated; PostgreSQL: migrated).
     func open() throws -> FeedService {
         try FeedService(location: location, options: options)

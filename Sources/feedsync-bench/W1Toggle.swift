@@ -25,6 +25,7 @@ enum W1Toggle {
 
         let database = try backend.makeDatabase(file: "toggle.sqlite")
         defer { database.remove() }
+        let bounds = try RunBounds(database)
         let service = try database.open()
         defer { service.close() }
 
@@ -52,6 +53,7 @@ enum W1Toggle {
         var unlikes = 0
         var failures: [String] = []
         var elapsed = 0.0
+        try bounds.start()
         start = monotonicNanos()
         if clients > 1 {
             let outcome = ToggleThreads(service: service, commands: commands, threads: clients, serialize: false).run()
@@ -73,6 +75,7 @@ enum W1Toggle {
             }
         }
         if clients == 1 { elapsed = seconds(since: start) }
+        try bounds.stop()
         // Every toggle changes its like: one event each, which every follower must get (at most 10 s after the end).
         let deadline = monotonicNanos() + 10_000_000_000
         while received.withLock({ $0.contains { $0 < opCount } }), monotonicNanos() < deadline { usleep(10_000) }
@@ -101,6 +104,8 @@ enum W1Toggle {
         line.add("likes", totals.likes)
         line.add("unlikes", unlikes)
         line.add("user1_likes", totals.likedByUser1.count)
+        service.close()
+        try bounds.addKeys(to: &line, ops: opCount)
         line.finish(ok: ok)
         return ok
     }

@@ -18,6 +18,7 @@ enum W2Page {
 
         let database = try backend.makeDatabase(file: "page.sqlite")
         defer { database.remove() }
+        let bounds = try RunBounds(database)
         let service = try database.open()
         defer { service.close() }
 
@@ -39,6 +40,7 @@ enum W2Page {
         var latencies: [UInt64] = []
         latencies.reserveCapacity(queryCount)
         var checksum = PageChecksum()
+        try bounds.start()
         start = monotonicNanos()
         let cpuStart = processCPUNanos()
         for query in queries {
@@ -49,6 +51,7 @@ enum W2Page {
         }
         let elapsed = seconds(since: start)
         let cpuNanos = processCPUNanos() - cpuStart
+        try bounds.stop()
         latencies.sort()
 
         let likes = try service.status().likes
@@ -79,6 +82,8 @@ enum W2Page {
         line.add("liked_rows", checksum.likedRows)
         line.add("like_count_sum", checksum.likeCountSum)
         line.add("checksum", checksum.hex)
+        service.close()
+        try bounds.addKeys(to: &line, ops: queryCount)
         line.finish(ok: ok)
         return ok
     }

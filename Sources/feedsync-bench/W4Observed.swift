@@ -45,6 +45,7 @@ enum W4Observed {
 
         let database = try backend.makeDatabase(file: "observed.sqlite")
         defer { database.remove() }
+        let bounds = try RunBounds(database)
         let service = try database.open()
         defer { service.close() }
 
@@ -64,6 +65,7 @@ enum W4Observed {
 
         var unlikes = 0
         var lastSeq: Int64 = 0
+        try bounds.start()
         start = monotonicNanos()
         for command in commands {
             let result = try service.toggle(userID: command.userID, postID: command.postID)
@@ -73,6 +75,7 @@ enum W4Observed {
         // Timed until the observer has seen the last toggle.
         service.waitForDelivery(through: lastSeq, timeout: .seconds(600))
         let elapsed = seconds(since: start)
+        try bounds.stop()
         subscription.cancel()
 
         let totals = try ToggleTotals(service)
@@ -100,6 +103,8 @@ enum W4Observed {
         line.add("unlikes", unlikes)
         line.add("observed", ids.count)
         line.add("notifications", notifications)
+        service.close()
+        try bounds.addKeys(to: &line, ops: opCount)
         line.finish(ok: ok)
         return ok
     }

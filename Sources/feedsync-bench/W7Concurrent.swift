@@ -42,6 +42,7 @@ enum W7Concurrent {
     ) throws -> Bool {
         let database = try backend.makeDatabase(file: "toggle.sqlite")
         defer { database.remove() }
+        let bounds = try RunBounds(database)
         let service = try database.open()
         defer { service.close() }
 
@@ -49,11 +50,13 @@ enum W7Concurrent {
         try service.seed(SeedPlan(posts: posts, users: users, likes: 0))
         let seedSeconds = seconds(since: start)
 
+        try bounds.start()
         let switchesBefore = contextSwitches()
         let cpuBefore = processCPUNanos()
         let outcome = ToggleThreads(service: service, commands: commands, threads: threads, serialize: serialize).run()
         let cpuSeconds = Double(processCPUNanos() - cpuBefore) / 1e9
         let switches = contextSwitches() - switchesBefore
+        try bounds.stop()
 
         let totals = try ToggleTotals(service)
         let ok =
@@ -82,6 +85,8 @@ enum W7Concurrent {
         line.add("user1_likes", totals.likedByUser1.count)
         line.add("cpu_s", cpuSeconds, digits: 3)
         line.add("context_switches", switches)
+        service.close()
+        try bounds.addKeys(to: &line, ops: commands.count)
         line.finish(ok: ok)
         return ok
     }

@@ -4,6 +4,8 @@
 import FeedSync
 import Foundation
 
+// Before any thread exists, so that the instruction counter (where the machine has one) counts every thread.
+InstructionCounter.open()
 let argv = Array(CommandLine.arguments.dropFirst())
 do {
     let args = try Arguments(argv)

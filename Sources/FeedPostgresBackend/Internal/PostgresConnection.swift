@@ -1,6 +1,7 @@
 internal import CLibPQ
 internal import FeedCore
 internal import Foundation
+package import Synchronization
 
 /// One libpq connection (`PGconn`), used by one thread at a time.
 ///
@@ -230,6 +231,7 @@ final class PostgresConnection {
     /// is closed and the call fails with ``PostgresFailure/noAnswer``.
     private func answer(sent: Int32, handle: OpaquePointer, sql: String) throws(PostgresFailure) -> OpaquePointer? {
         guard sent == 1 else { return nil }
+        PostgresRoundTrips.sent.add(1, ordering: .relaxed)
         let deadline = responseTimeout.map { ContinuousClock.now + $0 }
         var kept: OpaquePointer?
         while true {
@@ -393,4 +395,12 @@ extension PostgresConnection {
         }
         return received
     }
+}
+
+/// Round trips to a server made by every connection of this process: each statement, prepare and `COPY` step sent
+/// (what ``PostgresConnection`` waits for an answer to). feedsync-bench divides its change over a run by the run's
+/// operations (`round_trips_per_op`).
+package enum PostgresRoundTrips {
+    /// The round trips sent so far.
+    package static let sent = Atomic<Int>(0)
 }
