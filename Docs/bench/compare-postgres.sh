@@ -33,6 +33,9 @@
 #   RESULTS        the JSON lines file (default: a temporary file, path printed at the end); appended to
 #   SKIP_BUILD=1   use OURS_BIN (default .build-bench/release/feedsync-bench) without building it
 #   BENCH_SCRATCH  the build directory (default .build-bench); PEERS_PG_DIR (default ../shared/peers/postgres)
+#   SERVER_PARENT  where the throwaway server's data directory is made (default /tmp). SERVER_PARENT=/dev/shm puts
+#                  it on tmpfs: fsync then costs next to nothing (a machine with fast storage), and every JSON line
+#                  says so ("storage":"tmpfs"); otherwise "storage" is the file system type of SERVER_PARENT
 # The server's password never reaches a command line or the output: it is exported as PGPASSWORD, and every tool
 # gets the URL without it. Exit status 1 when any run failed its checks.
 set -uo pipefail
@@ -83,7 +86,8 @@ if [ "${SKIP_BUILD:-0}" != 1 ]; then
 fi
 [ -x "$ours" ] || { echo "no feedsync-bench at $ours" >&2; exit 2; }
 
-tmp=$(mktemp -d /tmp/feedsync-pg-compare.XXXXXX)
+tmp=$(mktemp -d "${SERVER_PARENT:-/tmp}/feedsync-pg-compare.XXXXXX") || exit 2
+storage=$(stat -f -c %T "$tmp")
 chmod 755 "$tmp" # the server may run as the postgres user, which must reach $tmp/server
 cleanup() {
     trap - EXIT INT TERM
@@ -150,7 +154,7 @@ wal_sample() {
 
 # record LINE: appends a JSON line to $results (a missing line is a failure).
 record() {
-    if [ -n "$1" ]; then echo "$1" >> "$results"; else echo "    (no output)" >&2; status=1; fi
+    if [ -n "$1" ]; then echo "{\"storage\":\"$storage\",${1#\{}" >> "$results"; else echo "    (no output)" >&2; status=1; fi
 }
 
 # ours ARGS...: one feedsync-bench run on a fresh database of the server.
@@ -379,7 +383,7 @@ counts = {}
 for r in rows:
     counts[r["workload"], r.get("impl")] = counts.get((r["workload"], r.get("impl")), 0) + 1
 failed = [r for r in rows if not r.get("ok")]
-print(f"\n{len(rows)} runs from {sys.argv[1]}; runs per (workload, impl): " +
+print(f"\n{len(rows)} runs from {sys.argv[1]} (server storage: {', '.join(sorted({r.get('storage', '?') for r in rows}))}); runs per (workload, impl): " +
       ", ".join(f"{w}/{i}={n}" for (w, i), n in sorted(counts.items())))
 print("| case (medians) | FeedSync | pgbench | ours ÷ pgbench | goal | |")
 print("|---|---:|---:|---:|---|---|")
