@@ -165,8 +165,10 @@ final class PostgresNotifier: @unchecked Sendable {
     }
 
     /// The shortest time from one notification to the next: commits within it share the next notification, which
-    /// bounds the notifier's work (and its listeners') under load; a lone commit is announced at once.
-    static let minimumSpacing: Duration = .milliseconds(1)
+    /// bounds the notifier's work and every listener's (a wake-up and a log read each) to 200 a second under load; a
+    /// lone commit is announced at once. Against 1 ms, W1 with a follower spends 14 % less server CPU per like and
+    /// runs 10 % faster at 4 clients, for 0.1–0.2 ms more median latency at 1,000 commits a second (decision 0019).
+    static let minimumSpacing: Duration = .milliseconds(5)
 
     private static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
