@@ -56,17 +56,16 @@
         /// The median latency of ``CommitAlone/commits`` autocommit UPDATEs of a one-row scratch table in the run's
         /// database, in microseconds (the table is dropped afterwards).
         func commitAlone() throws -> Double {
-            let table = "feedsync_bench_commit_alone"
-            try probe.execute("CREATE TABLE \(table) (id integer PRIMARY KEY, n bigint NOT NULL)")
-            try probe.execute("INSERT INTO \(table) VALUES (1, 0)")
+            try probe.execute("CREATE TABLE feedsync_bench_commit_alone (id integer PRIMARY KEY, n bigint NOT NULL)")
+            try probe.execute("INSERT INTO feedsync_bench_commit_alone VALUES (1, 0)")
             var latencies: [UInt64] = []
             latencies.reserveCapacity(CommitAlone.commits)
             for _ in 0..<CommitAlone.commits {
                 let start = monotonicNanos()
-                try probe.execute("UPDATE \(table) SET n = n + 1 WHERE id = 1", prepared: true)
+                try probe.execute("UPDATE feedsync_bench_commit_alone SET n = n + 1 WHERE id = 1", prepared: true)
                 latencies.append(monotonicNanos() - start)
             }
-            try probe.execute("DROP TABLE \(table)")
+            try probe.execute("DROP TABLE feedsync_bench_commit_alone")
             return CommitAlone.median(latencies)
         }
 
