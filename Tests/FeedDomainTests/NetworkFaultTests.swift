@@ -279,10 +279,31 @@ import Testing
     // MARK: - Helpers
 
     /// Opens up to `connections` pooled connections by running that many reads at once.
+    /// Opens `connections` pooled connections of `service`: as many threads each read a page and keep their
+    /// connection until every one of them holds one (at most 10 s), so that the pool cannot hand one connection from
+    /// read to read however the threads are scheduled.
     static func warm(_ service: FeedService, connections: Int) {
-        DispatchQueue.concurrentPerform(iterations: connections) { _ in
-            _ = try? service.feedPage(viewerID: "user1", limit: 20)
+        let holding = DispatchGroup()
+        let finished = DispatchGroup()
+        for _ in 0..<connections {
+            holding.enter()
+            finished.enter()
         }
+        for _ in 0..<connections {
+            Thread.detachNewThread {
+                var held = false
+                _ = try? service.backend.readOnce { tx in
+                    _ = try? tx.feedPage(viewerKey: nil, before: nil, limit: 20)
+                    held = true
+                    holding.leave()
+                    _ = holding.wait(timeout: .now() + 10)
+                }
+                // A read that could not get a connection holds none: the others need not wait for it.
+                if !held { holding.leave() }
+                finished.leave()
+            }
+        }
+        _ = finished.wait(timeout: .now() + 30)
     }
 
     /// The seqs of `feedsync events --json` lines, in order.
