@@ -1,7 +1,7 @@
 internal import CLibPQ
 internal import FeedCore
 internal import Foundation
-package import Synchronization
+internal import Synchronization
 
 /// One libpq connection (`PGconn`), used by one thread at a time.
 ///
@@ -395,12 +395,4 @@ extension PostgresConnection {
         }
         return received
     }
-}
-
-/// Round trips to a server made by every connection of this process: each statement, prepare and `COPY` step sent
-/// (what ``PostgresConnection`` waits for an answer to). feedsync-bench divides its change over a run by the run's
-/// operations (`round_trips_per_op`).
-package enum PostgresRoundTrips {
-    /// The round trips sent so far.
-    package static let sent = Atomic<Int>(0)
 }
