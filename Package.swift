@@ -1,4 +1,4 @@
-// swift-tools-version: 6.1
+// swift-tools-version: 6.3
 import PackageDescription
 
 /// Settings shared by every Swift target: Swift 6 language mode plus the upcoming features

@@ -191,23 +191,7 @@ final class NginxProxy: Sendable {
         """
     }
 
-    /// A loopback port nothing listens on right now (the kernel's pick for a socket bound to port 0).
-    private static func freePort() throws -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw HTTPTestError.socket("socket: \(errno)") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-            }
-        }
-        guard bound else { throw HTTPTestError.socket("bind: \(errno)") }
-        return UInt16(bigEndian: address.sin_port)
-    }
+    private static func freePort() throws -> UInt16 { try FreePort.pick() }
 }
 
 /// `curl` as a child process, for HTTPS through ``NginxProxy`` (trusting its certificate) and plain HTTP to an

@@ -38,14 +38,17 @@ struct CommandContext: Sendable {
 
     /// Whether the database is a replica, read without migrating or writing anything; `false` when it cannot be
     /// read (the command's own open then reports why).
-    func isReplica() -> Bool {
-        guard let backend = try? openBackend(mode: .inspect) else { return false }
+    func isReplica() -> Bool { replicaSource() != nil }
+
+    /// Where the database replicates from when it is a replica (read without writing anything, as ``isReplica()``).
+    func replicaSource() -> String? {
+        guard let backend = try? openBackend(mode: .inspect) else { return nil }
         guard let service = try? FeedService(backend: backend) else {
             backend.close()
-            return false
+            return nil
         }
         defer { service.close() }
-        return service.replicaLink != nil
+        return service.replicaLink?.source
     }
 
     /// The user a command acts as on `service`: on a replica, the replica's user — the default, and the only one

@@ -100,15 +100,27 @@ public enum FeedSyncCLI {
             if handsOffPostgreSQL, case .postgreSQL = settings.location, !FeedBackends.opensPostgreSQL {
                 try PostgresHandOff.handOff(arguments: arguments, environment: environment)
             }
-            #if !HTTP
-                // A build without HTTP (the fully static install build) hands `serve` to the full build beside it.
-                if handsOffPostgreSQL, case .serve = command {
-                    try PostgresHandOff.handOff(arguments: arguments, environment: environment, limitation: PostgresHandOff.noHTTP)
-                }
-            #endif
             let context = CommandContext(
                 settings: settings, console: console, environment: environment, terminal: terminal, databaseUse: spec.database,
                 commandName: spec.name)
+            #if !HTTP
+                // A build without HTTP (the fully static install build) hands `serve`, and syncing with an
+                // `http(s)://` source, to the full build beside it.
+                if handsOffPostgreSQL {
+                    let limitation: String? =
+                        switch command {
+                        case .serve: PostgresHandOff.noHTTP
+                        case .replicaInit(let replica) where PostgresHandOff.isHTTP(replica.source):
+                            PostgresHandOff.noHTTPClient
+                        case .sync where context.replicaSource().map(PostgresHandOff.isHTTP) == true:
+                            PostgresHandOff.noHTTPClient
+                        default: nil
+                        }
+                    if let limitation {
+                        try PostgresHandOff.handOff(arguments: arguments, environment: environment, limitation: limitation)
+                    }
+                }
+            #endif
             return try await CommandRunner(context: context).run(command)
         }
     }

@@ -28,6 +28,15 @@ enum PostgresHandOff {
 
     /// What a build without the package's `HTTP` trait lacks, for messages: `serve` is handed off too.
     static let noHTTP = "this feedsync was built without HTTP (the package's HTTP trait), so it cannot serve"
+    /// What a build without the `HTTP` trait lacks for a replica of an `http(s)://` source: syncing is handed off too.
+    static let noHTTPClient =
+        "this feedsync was built without HTTP (the package's HTTP trait), so it cannot sync with an http(s):// source"
+
+    /// Whether a replica's source is a server (`http://` or `https://`), which only a build with HTTP can reach.
+    static func isHTTP(_ source: String) -> Bool {
+        let lowered = source.lowercased()
+        return lowered.hasPrefix("http://") || lowered.hasPrefix("https://")
+    }
 
     /// What this build lacks, for messages.
     private static var postgreSQLLimitation: String {
@@ -42,7 +51,8 @@ enum PostgresHandOff {
     ///   - arguments: the command line after the program name, passed on unchanged.
     ///   - environment: the variables this run reads (`FEEDSYNC_POSTGRES_HELPER`, `FEEDSYNC_HANDED_OFF`); the
     ///     helper inherits the process's own environment.
-    ///   - limitation: what this build lacks (PostgreSQL by default; ``noHTTP`` for `serve`).
+    ///   - limitation: what this build lacks (PostgreSQL by default; ``noHTTP`` for `serve`, ``noHTTPClient`` for a replica
+    ///     of a server).
     static func handOff(arguments: [String], environment: [String: String], limitation: String? = nil) throws(CLIError) -> Never {
         let limitation = limitation ?? postgreSQLLimitation
         if environment[markerVariable] != nil {
