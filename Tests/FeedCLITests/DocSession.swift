@@ -11,7 +11,7 @@ import Foundation
 ///   a `#` are dropped;
 /// - a line `…` ends the comparison of that command's output (the rest is elided); `…` inside a line stands for any
 ///   text;
-/// - a command that runs until Ctrl-C (`serve`, `watch`, `app`, anything with `--follow`) is left running once it has
+/// - a command that runs until Ctrl-C (`serve`, `watch`, anything with `--follow`) is left running once it has
 ///   printed the lines shown, until the file's last session ended;
 /// - `export NAME=VALUE` sets `NAME` for the commands after it, with the shell's expansions (`$(…)`).
 struct DocSession: Sendable {
@@ -28,7 +28,6 @@ struct DocSession: Sendable {
         var runsUntilInterrupted: Bool {
             let words = command.split(separator: " ").map(String.init)
             return words.contains("--follow") || words.contains("serve") || words.contains("watch")
-                || words.contains("app")
         }
 
         /// The variable an `export NAME=VALUE` command sets, and its value as written.
@@ -43,11 +42,12 @@ struct DocSession: Sendable {
     var line: Int
     var steps: [Step]
 
-    /// Whether the session needs a PostgreSQL server: it names the documentation's example URL.
-    var needsPostgres: Bool { steps.contains { $0.command.contains(Self.postgresExample) } }
+    /// Whether the session needs a PostgreSQL server: it names one of the documentation's example URLs.
+    var needsPostgres: Bool { steps.contains { step in Self.postgresExamples.contains { step.command.contains($0) } } }
 
-    /// The PostgreSQL URL the documentation's sessions use; a test database's URL stands in for it.
-    static let postgresExample = "postgresql://app@db.internal:5432/feed"
+    /// The PostgreSQL URLs the documentation's sessions use (with a password, and without one for a password that
+    /// comes from elsewhere); a test database's URL stands in for both. The first is printed as the second.
+    static let postgresExamples = ["postgresql://app:secret@db.internal:5432/feed", "postgresql://app@db.internal:5432/feed"]
 
     /// Every console session of `text`, in order.
     static func sessions(in text: String) -> [DocSession] {

@@ -83,27 +83,31 @@ final class DocSessionRun {
         if session.needsPostgres {
             if database == nil { database = try PostgresTestDatabase.make("docs") }
             guard let database else { return }
-            substitutions.append((DocSession.postgresExample, database.url))
-            printedSubstitutions.append((Self.withoutPassword(database.url), DocSession.postgresExample))
+            if !substitutions.contains(where: { $0.real == database.url }) {
+                substitutions += DocSession.postgresExamples.map { ($0, database.url) }
+                printedSubstitutions.append((Self.withoutPassword(database.url), DocSession.postgresExamples[1]))
+            }
         }
         for step in session.steps {
             let command = substituted(step.command)
             if let (name, value) = step.export {
-                environment[name] = try shell(#"printf %s "\#(substituted(value))""#).stdout
+                let result = try shell("\(name)=\(substituted(value)); printf %s \"$\(name)\"")
+                environment[name] = result.stdout
+                // What the command substitution's commands print on standard error reaches the terminal.
+                compare(Self.lines(result.stderr).map(printedAsShown), step.expected, step: step, elided: step.elided)
                 continue
             }
             if step.runsUntilInterrupted {
                 let process = try RunningCommand(command, environment: environment, directory: directory.path)
                 running.append(process)
-                let shown = step.expected.map(substituted)
-                let printed = process.waitForLines(shown.count, timeout: 30).map(printedAsShown)
-                compare(printed, shown, step: step, elided: true)
+                let printed = process.waitForLines(step.expected.count, timeout: 30).map(printedAsShown)
+                compare(printed, step.expected, step: step, elided: true)
                 continue
             }
             let result = try shell(command)
             let printed = (Self.lines(result.stdout) + Self.lines(result.stderr)).map(printedAsShown)
             #expect(result.status == step.status, "\(file) \(step): exit status \(result.status)\n\(result.stderr)")
-            compare(printed, step.expected.map(substituted), step: step, elided: step.elided)
+            compare(printed, step.expected, step: step, elided: step.elided)
         }
     }
 
@@ -114,13 +118,21 @@ final class DocSessionRun {
     }
 
     func substituted(_ text: String) -> String {
-        substitutions.reduce(text) { $0.replacingOccurrences(of: $1.shown, with: $1.real) }
+        Self.replacing(substitutions.map { ($0.shown, $0.real) }, in: text)
     }
 
     /// A printed line in the documents' terms: the real directory and port back to the shown ones.
     func printedAsShown(_ line: String) -> String {
-        let line = printedSubstitutions.reduce(line) { $0.replacingOccurrences(of: $1.printed, with: $1.shown) }
-        return substitutions.reversed().reduce(line) { $0.replacingOccurrences(of: $1.real, with: $1.shown) }
+        Self.replacing(printedSubstitutions.map { ($0.printed, $0.shown) } + substitutions.map { ($0.real, $0.shown) }, in: line)
+    }
+
+    /// `text` with each pair's first string replaced by its second, in one pass: a replacement is never replaced again
+    /// (the run's directory is itself under `/tmp/`).
+    static func replacing(_ pairs: [(String, String)], in text: String) -> String {
+        var marked = text
+        for (index, pair) in pairs.enumerated() { marked = marked.replacingOccurrences(of: pair.0, with: "\u{1}\(index)\u{2}") }
+        for (index, pair) in pairs.enumerated() { marked = marked.replacingOccurrences(of: "\u{1}\(index)\u{2}", with: pair.1) }
+        return marked
     }
 
     func shell(_ command: String) throws -> (status: Int32, stdout: String, stderr: String) {

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// A loopback port nothing listens on right now: the kernel's pick for a socket bound to port 0.
 public enum FreePort {
