@@ -43,12 +43,20 @@ extension PostgresTransaction {
         let result = try run(
             "SELECT seq, kind, user_id, post_id, like_count, at FROM events WHERE seq > $1 ORDER BY seq LIMIT $2",
             [.integer(seq), limitValue])
-        return (0..<result.rowCount).map { row in
-            EventRecord(
-                seq: result.int64(row, 0) ?? 0, kind: EventKind(rawValue: result.string(row, 1) ?? "") ?? .liked,
-                userID: result.string(row, 2) ?? "", postID: result.string(row, 3), likeCount: result.int64(row, 4).map(Int.init),
-                at: date(millis: result.int64(row, 5) ?? 0))
+        return try (0..<result.rowCount).map { row in
+            let seq = result.int64(row, 0) ?? 0
+            let stored = result.string(row, 1) ?? ""
+            guard let kind = EventKind(rawValue: stored) else { throw try unknownKind(stored, seq: seq) }
+            return EventRecord(
+                seq: seq, kind: kind, userID: result.string(row, 2) ?? "", postID: result.string(row, 3),
+                likeCount: result.int64(row, 4).map(Int.init), at: date(millis: result.int64(row, 5) ?? 0))
         }
+    }
+
+    /// The error for an event of a kind this binary does not know, naming the database's schema version.
+    private func unknownKind(_ kind: String, seq: Int64) throws(StorageError) -> StorageError {
+        let version = try run("SELECT coalesce(max(version), 0) FROM schema_migrations").scalarInt64 ?? 0
+        return .unknownEventKind(kind: kind, seq: seq, schemaVersion: Int(version))
     }
 
     func lastSeq() throws -> Int64 {
