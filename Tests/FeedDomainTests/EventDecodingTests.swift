@@ -15,14 +15,14 @@ import Testing
             { tx in
                 switch backend {
                 case .sqlite:
-                    try tx.execute("PRAGMA ignore_check_constraints = ON")
+                    try tx.userStatements.execute("PRAGMA ignore_check_constraints = ON")
                 case .postgresql:
-                    try tx.execute("ALTER TABLE events DROP CONSTRAINT events_kind_check")
+                    try tx.userStatements.execute("ALTER TABLE events DROP CONSTRAINT events_kind_check")
                 }
-                try tx.execute(
+                try tx.userStatements.execute(
                     "INSERT INTO events (seq, kind, user_id, post_id, like_count, at) VALUES ($1, $2, $3, $4, NULL, $5)",
                     [.integer(100), .text("reposted"), .text("user1"), .text("post1"), .integer(1_700_000_000_000)])
-                if backend == .sqlite { try tx.execute("PRAGMA ignore_check_constraints = OFF") }
+                if backend == .sqlite { try tx.userStatements.execute("PRAGMA ignore_check_constraints = OFF") }
             }, afterCommit: { _ in })
     }
 

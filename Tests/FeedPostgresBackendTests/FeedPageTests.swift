@@ -135,7 +135,7 @@ import Testing
             _ = try db.backend.readOnce { tx in try tx.feedPage(viewerID: "viewer", before: cursor, limit: 50) }
         }
         let plans = try db.backend.readOnce { tx in
-            try tx.fetch(
+            try tx.userStatements.fetch(
                 """
                 SELECT generic_plans, custom_plans FROM pg_prepared_statements
                 WHERE statement LIKE '%FROM posts p%' AND statement LIKE '%likes l%'

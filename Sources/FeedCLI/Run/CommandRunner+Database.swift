@@ -152,7 +152,7 @@ struct StatusReport: Sendable, Hashable {
             return
         }
         counts = try backend.read { tx in
-            let counts = try tx.counts()
+            let counts = try tx.maintenance.counts()
             return Counts(
                 users: counts.users, posts: counts.posts, likes: counts.likes, events: counts.events, lastSeq: try tx.lastSeq())
         }

@@ -1,6 +1,6 @@
 package import Foundation
 
-/// One transaction (or snapshot) on a FeedSync database: every read and write the domain makes.
+/// One transaction (or snapshot) on a FeedSync database: every read and write the domain's core makes.
 ///
 /// Handed to the closures of ``FeedBackend/write(_:afterCommit:)`` and ``FeedBackend/read(_:)``; valid only while
 /// the closure runs, on its thread (it is not `Sendable`). In a read transaction the writing methods fail with
@@ -35,8 +35,6 @@ package protocol FeedTransaction: AnyObject {
     func likeExists(userKey: Int64, postKey: Int64) throws -> Bool
     /// The ids of the posts the user likes.
     func likedPostIDs(userKey: Int64) throws -> Set<String>
-    /// Every like as a pair of ids.
-    func allLikes() throws -> Set<LikePair>
 
     // MARK: The event log
 
@@ -71,10 +69,6 @@ package protocol FeedTransaction: AnyObject {
     func events(after seq: Int64, limit: Int?) throws -> [EventRecord]
     /// The last seq ever assigned (0 when none), pruned events included.
     func lastSeq() throws -> Int64
-    /// The last seq of an event committed before `date`, or `nil`.
-    func lastSeq(before date: Date) throws -> Int64?
-    /// Deletes events with `seq <= seq`; returns how many.
-    func pruneEvents(through seq: Int64) throws -> Int
     /// How far the log can replay the tables (pruning and bulk loads).
     func replayBaseline() throws -> ReplayBaseline
 
@@ -91,32 +85,10 @@ package protocol FeedTransaction: AnyObject {
     /// Records a rebuild: the subscriber's state reflects the tables as of `seq` and the bulk loads through
     /// `bulkGeneration`.
     func markSubscriberRebuilt(_ name: String, through seq: Int64, bulkGeneration: Int64, at time: Date) throws
-    /// Removes a subscriber's cursor.
-    func removeSubscriberCursor(for name: String) throws
-    /// Every subscriber's cursor.
-    func subscriberCursors() throws -> [String: Int64]
-
-    // MARK: Whole-database
-
-    /// Row counts.
-    func counts() throws -> FeedCounts
-    /// The database's integrity and FeedSync's invariants: empty when everything holds.
-    func invariantViolations() throws -> [InvariantViolation]
 
     /// Runs `body` inside a savepoint: when it throws, only its changes are rolled back and the error is rethrown;
     /// the transaction goes on.
     func savepoint<T>(_ body: () throws -> T) throws -> T
-
-    // MARK: Your own tables
-
-    /// Runs one statement of yours in this transaction (for durable-subscriber effects that must commit with the
-    /// cursor): placeholders are `$1`, `$2`, … on every backend; every value is bound, never interpolated.
-    ///
-    /// - Returns: the number of rows changed.
-    @discardableResult
-    func execute(_ sql: String, _ arguments: [DatabaseValue]) throws -> Int
-    /// Runs one query of yours in this transaction and returns its rows.
-    func fetch(_ sql: String, _ arguments: [DatabaseValue]) throws -> [[DatabaseValue]]
 }
 
 extension FeedTransaction {
@@ -125,10 +97,6 @@ extension FeedTransaction {
         guard let key = try userKey(for: viewerID) else { throw StorageError.userNotFound(viewerID) }
         return (key, try feedPage(viewerKey: key, before: cursor, limit: limit))
     }
-
-    /// Runs one statement with no arguments.
-    @discardableResult
-    package func execute(_ sql: String) throws -> Int { try execute(sql, []) }
 }
 
 /// Row counts of a FeedSync database.

@@ -1,3 +1,4 @@
+internal import FeedCore
 internal import Foundation
 
 /// Syncs a replica with its source: pushes the queue, then pulls until caught up ( ``sync()`` ), or keeps doing so

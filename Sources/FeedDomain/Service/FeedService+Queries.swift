@@ -108,7 +108,7 @@ extension FeedService {
         do {
             let schema = try backend.schemaStatus()
             return try backend.read { tx in
-                let counts = try tx.counts()
+                let counts = try tx.maintenance.counts()
                 return FeedStatus(
                     path: backend.location, backend: backend.backendName,
                     schemaVersion: schema.databaseVersion,
@@ -128,7 +128,7 @@ extension FeedService {
         defer { noteQuery(#function, since: started) }
         try checkOpen()
         do {
-            return try backend.read { tx in try tx.invariantViolations() }
+            return try backend.read { tx in try tx.maintenance.invariantViolations() }
         } catch {
             throw FeedError.wrap(error)
         }
