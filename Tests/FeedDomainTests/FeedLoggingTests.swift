@@ -37,7 +37,7 @@ import Testing
         #expect(retry.level == .warning)
         #expect(retry.fields["subscriber"] == "mailer")
         #expect(retry.fields["error"] == #"durable subscriber "mailer"'s handler failed on event 7: the mail server is unreachable"#)
-        #expect(retry.fields["location"] == service.backend.location)
+        #expect(retry.fields["location"] == service.backend.traits.location)
         #expect(retry.message.hasPrefix(#"durable subscriber "mailer" failed a pass and retries in 10 ms"#))
     }
 
@@ -82,7 +82,7 @@ import Testing
         await #expect(throws: SyncError.self) { try await sync.sync() }
         let retries = logged.values.filter { $0.kind == .syncRetrying }
         #expect(retries.map { $0.fields["delayMilliseconds"] } == ["1", "2"])
-        #expect(retries.allSatisfy { $0.level == .warning && $0.fields["location"] == replica.backend.location })
+        #expect(retries.allSatisfy { $0.level == .warning && $0.fields["location"] == replica.backend.traits.location })
     }
 
     /// A write that PostgreSQL picks as a deadlock's victim runs again, and the retry is logged.
@@ -190,7 +190,7 @@ import Testing
             #expect(!event.description.contains(password), "\(event.kind) logged the password")
             #expect(!event.fields.keys.contains { $0.contains(password) })
         }
-        #expect(!service.backend.location.contains(password))
-        #expect(events.allSatisfy { $0.fields["location"] == service.backend.location })
+        #expect(!service.backend.traits.location.contains(password))
+        #expect(events.allSatisfy { $0.fields["location"] == service.backend.traits.location })
     }
 }

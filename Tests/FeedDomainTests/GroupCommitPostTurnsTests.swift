@@ -18,7 +18,7 @@ import Testing
         defer { service.close() }
         for user in ["user1", "user2", "user3"] { try service.createUser(id: user) }
         for post in ["post1", "post2"] { try service.createPost(id: post, authorID: "user1", body: post) }
-        #expect(service.backend.concurrentWriteTransactions == 2)
+        #expect(service.backend.traits.concurrentWriteTransactions == 2)
 
         // Another connection holds post1's row until the test lets it go: a batch on post1 waits in the database.
         let blocker = try FeedService(location: location)

@@ -72,7 +72,9 @@ import Testing
         var pages: [[FeedRow]] = []
         var cursor: FeedCursor?
         repeat {
-            let page = try db.backend.read { tx in try tx.feedPage(viewerKey: viewer, before: cursor, limit: 2) }
+            let page = try db.backend.read { tx in
+                try tx.feedPage(for: viewer.map(FeedViewer.key) ?? .anonymous, before: cursor, limit: 2).rows
+            }
             pages.append(page)
             cursor = page.last.map { FeedCursor(after: $0.post) }
         } while pages.last?.count == 2
@@ -80,14 +82,14 @@ import Testing
         #expect(ids == ["p6", "p4", "p3", "p2", "p1", "p0", "p5"])
         #expect(pages.flatMap { $0 }.filter(\.liked).map(\.post.id) == ["p2"])
         #expect(pages.map(\.count) == [2, 2, 2, 1])
-        let all = try db.backend.readOnce { tx in try tx.feedPage(viewerKey: nil, before: nil, limit: -1) }
+        let all = try db.backend.readOnce { tx in try tx.feedPage(for: .anonymous, before: nil, limit: -1).rows }
         #expect(all.map(\.post.id) == ids)
         #expect(all.allSatisfy { !$0.liked })
-        #expect(try db.backend.readOnce { tx in try tx.feedPage(viewerKey: nil, before: nil, limit: 0) }.isEmpty)
+        #expect(try db.backend.readOnce { tx in try tx.feedPage(for: .anonymous, before: nil, limit: 0).rows }.isEmpty)
         // The cursor is the SQLite backend's: created-at milliseconds and the post's sequence (its key).
         let p2 = try #require(all.first { $0.post.id == "p2" })
         #expect(FeedCursor(after: p2.post) == FeedCursor(createdAtMillis: 20_000, sequence: p2.post.sequence))
-        let afterP2 = try db.backend.readOnce { tx in try tx.feedPage(viewerKey: nil, before: FeedCursor(after: p2.post), limit: 10) }
+        let afterP2 = try db.backend.readOnce { tx in try tx.feedPage(for: .anonymous, before: FeedCursor(after: p2.post), limit: 10).rows }
         #expect(afterP2.map(\.post.id) == ["p1", "p0", "p5"])
     }
 

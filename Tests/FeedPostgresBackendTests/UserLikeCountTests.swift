@@ -133,8 +133,8 @@ import Testing
             // Posts 259 … 210: the viewer likes those below its count.
             let cursor = FeedCursor(createdAtMillis: 260_000, sequence: 0)
             let expected = (210..<min(count, 260)).reversed().map { "p\($0)" }
-            let byKey = try db.backend.readOnce { tx in try tx.feedPage(viewerKey: key, before: cursor, limit: 50) }
-            let byID = try db.backend.readOnce { tx in try tx.feedPage(viewerID: "viewer\(count)", before: cursor, limit: 50) }
+            let byKey = try db.backend.readOnce { tx in try tx.feedPage(for: .key(key), before: cursor, limit: 50).rows }
+            let byID = try db.backend.readOnce { tx in try tx.feedPage(for: .id("viewer\(count)"), before: cursor, limit: 50) }
             #expect(byKey.map(\.post.id) == (210..<260).reversed().map { "p\($0)" })
             #expect(byKey.filter(\.liked).map(\.post.id) == expected, "viewer with \(count) likes")
             #expect(byID.rows == byKey)

@@ -21,13 +21,11 @@ package protocol FeedTransaction: AnyObject {
     func post(id: String) throws -> Post?
     /// Every user, ordered by id.
     func allUsers() throws -> [User]
-    /// One feed page: posts older than `cursor` (newest first), with whether the viewer likes each.
-    func feedPage(viewerKey: Int64?, before cursor: FeedCursor?, limit: Int) throws -> [FeedRow]
-    /// One feed page for a viewer known by id, and the viewer's key: ``userKey(for:)`` then
-    /// ``feedPage(viewerKey:before:limit:)`` — or, on a backend where each statement is a round trip (PostgreSQL),
-    /// both in one statement.
-    /// - Throws: `userNotFound` when `viewerID` names no user.
-    func feedPage(viewerID: String, before cursor: FeedCursor?, limit: Int) throws -> (viewerKey: Int64, rows: [FeedRow])
+    /// One feed page: up to `limit` posts older than `cursor` (newest first; all when `limit < 0`), with whether the
+    /// viewer likes each, and the viewer's key (`nil` for ``FeedViewer/anonymous``). A viewer known by id is looked
+    /// up with the page: in the page's own statement on a backend where each statement is a round trip (PostgreSQL).
+    /// - Throws: `userNotFound` when ``FeedViewer/id(_:)`` names no user.
+    func feedPage(for viewer: FeedViewer, before cursor: FeedCursor?, limit: Int) throws -> (viewerKey: Int64?, rows: [FeedRow])
 
     // MARK: Likes
 
@@ -59,7 +57,7 @@ package protocol FeedTransaction: AnyObject {
     /// others go on. Any other failure throws, and what the call wrote is then undone only by rolling back (the
     /// caller runs each unit in its own ``savepoint(_:)`` to isolate one). Events are appended after the units' row
     /// changes, as ``appendEvent(kind:userID:postID:likeCount:at:)`` requires; the call may be made again in the same transaction when the
-    /// backend runs one write transaction at a time (``FeedBackend/concurrentWriteTransactions`` is 1).
+    /// backend runs one write transaction at a time (``FeedBackendTraits/concurrentWriteTransactions`` is 1).
     ///
     /// SQLite applies the commands one statement at a time on its single writer; PostgreSQL applies the whole call
     /// in one statement (one round trip), locking the posts in key order before any like so that calls never
@@ -91,12 +89,14 @@ package protocol FeedTransaction: AnyObject {
     func savepoint<T>(_ body: () throws -> T) throws -> T
 }
 
-extension FeedTransaction {
-    /// The viewer's key, then the page: two statements, for backends where a statement is cheap (SQLite).
-    package func feedPage(viewerID: String, before cursor: FeedCursor?, limit: Int) throws -> (viewerKey: Int64, rows: [FeedRow]) {
-        guard let key = try userKey(for: viewerID) else { throw StorageError.userNotFound(viewerID) }
-        return (key, try feedPage(viewerKey: key, before: cursor, limit: limit))
-    }
+/// Whose feed page: nobody's, or a user's known by key (cached) or by id.
+package enum FeedViewer: Sendable, Hashable {
+    /// No viewer: every post shows as not liked.
+    case anonymous
+    /// A user whose key is known.
+    case key(Int64)
+    /// A user known by id, looked up with the page.
+    case id(String)
 }
 
 /// Row counts of a FeedSync database.

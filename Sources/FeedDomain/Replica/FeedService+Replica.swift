@@ -38,7 +38,7 @@ extension FeedService {
         try validateID(clientID, field: "client id")
         try checkOpen()
         guard replicaIdentity.withLock({ $0 }) == nil else {
-            throw FeedError.invalidValue(field: "database", value: backend.location, reason: "it is a replica already")
+            throw FeedError.invalidValue(field: "database", value: backend.traits.location, reason: "it is a replica already")
         }
         let identity = ReplicaIdentity(source: source, userID: userID, clientID: clientID)
         _ = try commit(value: nil, command: "replica init") { tx, _ in
@@ -88,7 +88,7 @@ extension FeedService {
     func replicaOutbox(limit: Int) throws(FeedError) -> (identity: ReplicaIdentity, cursor: ReplicaCursor, mutations: [SyncMutation]) {
         try checkOpen()
         guard let identity = replicaIdentity.withLock({ $0 }) else {
-            throw FeedError.invalidValue(field: "database", value: backend.location, reason: "not a replica")
+            throw FeedError.invalidValue(field: "database", value: backend.traits.location, reason: "not a replica")
         }
         do {
             return try backend.read { tx in

@@ -55,8 +55,17 @@ public final class SQLiteTransaction: FeedTransaction {
         try UserRepository(connection).all()
     }
 
-    public func feedPage(viewerKey: Int64?, before cursor: FeedCursor?, limit: Int) throws -> [FeedRow] {
-        try PostRepository(connection).feedPage(viewerKey: viewerKey, before: cursor, limit: limit)
+    /// A viewer known by id costs a lookup of its key first: a statement is cheap here (no round trip).
+    package func feedPage(for viewer: FeedViewer, before cursor: FeedCursor?, limit: Int) throws -> (viewerKey: Int64?, rows: [FeedRow]) {
+        let key: Int64?
+        switch viewer {
+        case .anonymous: key = nil
+        case .key(let known): key = known
+        case .id(let id):
+            guard let found = try userKey(for: id) else { throw StorageError.userNotFound(id) }
+            key = found
+        }
+        return (key, try PostRepository(connection).feedPage(viewerKey: key, before: cursor, limit: limit))
     }
 
     // MARK: - Likes
