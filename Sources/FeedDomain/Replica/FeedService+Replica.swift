@@ -151,6 +151,8 @@ extension FeedService {
                 let state = confirmed[postID]
                 events += try tables.reconcile(postID, confirmedLiked: state?.liked, confirmedCount: state?.count)
             }
+            // A snapshot page that is not the last leaves the cursor (and the queue) as they were.
+            if response.nextSnapshot != nil { return true }
             if let number = response.lastMutation { events += try tables.confirm(through: number) }
             try tables.store.recordPull(through: response.through, bulkGeneration: response.bulkGeneration, at: now)
             return true

@@ -138,6 +138,10 @@ extension FeedService {
                 if let owner = client?.userID, owner != userID { throw SourceRefusal.anotherUser }
                 let baseline = try tx.replayBaseline()
                 let head = try tx.lastSeq()
+                if let snapshot = request.snapshot {
+                    guard (0...head).contains(snapshot.through), snapshot.bulkGeneration >= 0 else { throw SourceRefusal.badSnapshot }
+                    return try Self.snapshotPage(at: snapshot, viewerKey: viewerKey, client: client, head: head, limit: limit, in: tx)
+                }
                 let position = request.after.map { SubscriberPosition(lastSeq: $0, bulkGeneration: request.bulkGeneration) }
                 if let position, position.lastSeq <= head, baseline.rebuildPoint(for: position) == nil {
                     let events = try tx.syncSource.syncEvents(after: position.lastSeq, limit: limit)
@@ -148,33 +152,60 @@ extension FeedService {
                         through: through, bulkGeneration: baseline.bulkGeneration, hasMore: events.count == limit,
                         lastMutation: confirmed.flatMap { $0 > 0 ? $0 : nil })
                 }
-                let users = try tx.syncSource.snapshotUsers(after: nil, limit: Int(Int32.max)).map {
-                    SyncSnapshot.User(id: $0.id, name: $0.name, createdAt: Self.millis($0.createdAt))
-                }
-                let rows = try tx.syncSource.snapshotPosts(viewerKey: viewerKey, after: nil, limit: Int(Int32.max))
-                let posts = rows.map { row in
-                    SyncSnapshot.Post(
-                        id: row.post.id, authorID: row.post.authorID, body: row.post.body,
-                        createdAt: Self.millis(row.post.createdAt), likeCount: row.post.likeCount, liked: row.liked)
-                }
-                return PullResponse(
-                    changes: [], snapshot: SyncSnapshot(users: users, posts: posts), resync: request.after != nil,
-                    through: head, bulkGeneration: baseline.bulkGeneration, hasMore: false,
-                    lastMutation: client.flatMap { $0.lastMutation > 0 ? $0.lastMutation : nil })
+                let start = SyncSnapshotPosition(through: head, bulkGeneration: baseline.bulkGeneration, resync: request.after != nil)
+                return try Self.snapshotPage(at: start, viewerKey: viewerKey, client: client, head: head, limit: limit, in: tx)
             }
         } catch SourceRefusal.anotherUser {
             throw .clientOfAnotherUser(clientID: request.clientID)
         } catch SourceRefusal.unknownUser {
             throw .unknownUser(userID)
+        } catch SourceRefusal.badSnapshot {
+            throw .invalidRequest("the snapshot position is not one this source gave")
         } catch {
             throw SyncError.wrap(FeedError.wrap(error))
         }
     }
 
+    /// One page of a snapshot: up to `limit` users after the position's, then (once every user was sent) posts after
+    /// its post — two statements at most, whatever the source's size.
+    private static func snapshotPage(
+        at position: SyncSnapshotPosition, viewerKey: Int64, client: SyncClientRecord?, head: Int64, limit: Int,
+        in tx: any FeedTransaction
+    ) throws -> PullResponse {
+        var next = position
+        var users: [SyncSnapshot.User] = []
+        if !position.usersDone {
+            let page = try tx.syncSource.snapshotUsers(after: position.userAfter, limit: limit)
+            users = page.map { SyncSnapshot.User(id: $0.id, name: $0.name, createdAt: millis($0.createdAt)) }
+            next.userAfter = page.last?.id ?? position.userAfter
+            next.usersDone = page.count < limit
+        }
+        var posts: [SyncSnapshot.Post] = []
+        var done = false
+        if next.usersDone {
+            let room = limit - users.count
+            let rows = room > 0 ? try tx.syncSource.snapshotPosts(viewerKey: viewerKey, after: position.postAfter, limit: room) : []
+            posts = rows.map { row in
+                SyncSnapshot.Post(
+                    id: row.post.id, authorID: row.post.authorID, body: row.post.body, createdAt: millis(row.post.createdAt),
+                    likeCount: row.post.likeCount, liked: row.liked)
+            }
+            next.postAfter = rows.last.map { FeedCursor(after: $0.post) } ?? position.postAfter
+            done = rows.count < room
+        }
+        // The last page confirms the mutations whose effect the snapshot's seq includes; later pages may show more,
+        // which the log's replay from that seq confirms.
+        let confirmed = done ? client.flatMap { $0.lastMutationSeq <= position.through ? $0.lastMutation : nil } : nil
+        return PullResponse(
+            changes: [], snapshot: SyncSnapshot(users: users, posts: posts), resync: position.resync, through: position.through,
+            bulkGeneration: position.bulkGeneration, hasMore: !done || head > position.through,
+            lastMutation: confirmed.flatMap { $0 > 0 ? $0 : nil }, nextSnapshot: done ? nil : next)
+    }
+
     // MARK: - Helpers
 
     private enum SourceRefusal: Error {
-        case anotherUser, unknownUser
+        case anotherUser, unknownUser, badSnapshot
     }
 
     /// How the replica's user sees one event of the source.
