@@ -28,6 +28,9 @@ public enum StorageError: Error, Sendable, Hashable {
     case timedOut(DatabaseFailure)
     /// The database was written by a newer FeedSync: its schema version is higher than this binary knows.
     case schemaNewer(databaseVersion: Int, binaryVersion: Int)
+    /// The event log holds an event of a kind this binary does not know: the database was most likely written by a
+    /// newer FeedSync. Nothing is guessed: the read fails rather than showing the event as another kind.
+    case unknownEventKind(kind: String, seq: Int64, schemaVersion: Int)
     /// The database records a migration this binary does not have.
     case unknownMigration(version: Int, name: String, binaryVersion: Int)
     /// A migration file changed after it was applied: the recorded checksum differs from the embedded file's.
@@ -68,6 +71,9 @@ extension StorageError: CustomStringConvertible {
         case .timedOut(let error): "statement timed out and was cancelled: \(error.message)"
         case .schemaNewer(let database, let binary):
             "database schema version \(database) is newer than this FeedSync (knows up to \(binary))"
+        case .unknownEventKind(let kind, let seq, let schemaVersion):
+            "event \(seq) has kind \"\(kind)\", which this FeedSync does not know: the database (schema version "
+                + "\(schemaVersion)) was likely written by a newer FeedSync"
         case .unknownMigration(let version, let name, let binary):
             "database has migration \(version) (\(name)) that this FeedSync does not know (knows up to \(binary))"
         case .migrationChanged(let version, let name, let recorded, let file):

@@ -6,7 +6,7 @@ internal import Foundation
 /// ```swift
 /// let backend = try PostgresBackend(url: "postgresql://feedsync@localhost/feed")   // connects, migrates
 /// let user = try backend.write({ tx in try tx.insertUser(id: "user1", name: "Ada", at: Date()) }, afterCommit: { _ in })
-/// let page = try backend.read { tx in try tx.feedPage(viewerKey: nil, before: nil, limit: 20) }
+/// let page = try backend.read { tx in try tx.feedPage(for: .anonymous, before: nil, limit: 20).rows }
 /// ```
 ///
 /// - **URL**: only libpq URIs, `postgresql://` or `postgres://`; libpq reads them, so TLS (`sslmode`,
@@ -29,7 +29,7 @@ internal import Foundation
 ///   events last.
 /// - **Times** are stored as BIGINT milliseconds since 1970, as in SQLite, so every date round-trips identically.
 public final class PostgresBackend: FeedBackend {
-    /// `PostgreSQL`, the ``backendName`` and the backend of every ``DatabaseFailure`` this backend reports.
+    /// `PostgreSQL`, the backend name (``FeedBackendTraits/name``) and the backend of every ``DatabaseFailure`` this backend reports.
     public static let name = "PostgreSQL"
 
     /// Whether this program can load libpq at all: `false` in a fully static executable (no dynamic loader), where
@@ -147,12 +147,12 @@ public final class PostgresBackend: FeedBackend {
         PostgresURL.redacted(url)
     }
 
-    /// `nil`: a PostgreSQL database is not a file.
-    public var filePath: String? { nil }
-
-    /// `PostgreSQL`.
-    public var backendName: String { Self.name }
-    package var othersCanWrite: Bool { true }
+    /// Any client anywhere may commit; two write transactions at once, or one with a single pooled connection.
+    package var traits: FeedBackendTraits {
+        FeedBackendTraits(
+            name: Self.name, location: location, othersCanWrite: true,
+            concurrentWriteTransactions: min(2, options.maximumConnections))
+    }
 
     // MARK: - Transactions
 
@@ -297,13 +297,6 @@ public final class PostgresBackend: FeedBackend {
 
     /// Whether the calling thread is inside ``write(_:afterCommit:)`` or ``bulkLoad(_:)`` of this backend.
     public var isWritingOnCurrentThread: Bool { writers.containsCurrentThread }
-
-    /// Two (one when the pool has a single connection): a batch of like commands is one statement
-    /// (`feedsync_apply_likes_once`), so one transaction's work is mostly the server's and its commit's WAL flush; a
-    /// second batch in flight does its row work meanwhile and queues only for the `event_log_head` row. More
-    /// transactions at once would each pay a flush of their own, serialized on the head, where grouping their
-    /// callers shares one.
-    public var concurrentWriteTransactions: Int { min(2, options.maximumConnections) }
 
     func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         do {

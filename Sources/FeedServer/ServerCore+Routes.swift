@@ -108,7 +108,7 @@ extension ServerCore {
                 let lastSeq = try Self.database { try service.backend.readOnce { tx in try tx.lastSeq() } }
                 return .json(
                     200,
-                    .object([("status", .string("ok")), ("backend", .string(service.backend.backendName)), ("lastSeq", .int(lastSeq))]))
+                    .object([("status", .string("ok")), ("backend", .string(service.backend.traits.name)), ("lastSeq", .int(lastSeq))]))
             case .feed:
                 let limitText = context.pageLimit
                 guard let limit = limitText.map({ Int($0) }) ?? Self.defaultPageSize,

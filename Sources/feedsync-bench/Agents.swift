@@ -113,7 +113,9 @@ enum Agents {
         guard !path.isEmpty else { throw BenchError("agent-subscriber needs --db PATH") }
         let service = try FeedService(location: path)
         _ = try service.backend.write(
-            { tx in try tx.execute("CREATE TABLE IF NOT EXISTS agent_applied (subscriber TEXT NOT NULL, seq INTEGER NOT NULL)") },
+            { tx in
+                try tx.userStatements.execute("CREATE TABLE IF NOT EXISTS agent_applied (subscriber TEXT NOT NULL, seq INTEGER NOT NULL)")
+            },
             afterCommit: { _ in })
         let subscriber = DurableSubscriber(
             name: name, service: service, batchSize: 10,

@@ -132,7 +132,9 @@ struct ToggleTotals {
 
     init(_ service: FeedService) throws {
         likes = try service.status().likes
-        likeCountTotal = try service.backend.read { tx in try tx.fetch("SELECT sum(like_count) FROM posts", []).first?.first?.integer } ?? 0
+        likeCountTotal =
+            try service.backend.read { tx in try tx.userStatements.fetch("SELECT sum(like_count) FROM posts", []).first?.first?.integer }
+            ?? 0
         likedByUser1 = try service.likedPostIDs(userID: "user1")
     }
 }

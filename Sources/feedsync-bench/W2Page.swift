@@ -56,7 +56,8 @@ enum W2Page {
 
         let likes = try service.status().likes
         let likeCountTotal =
-            try service.backend.read { tx in try tx.fetch("SELECT sum(like_count) FROM posts", []).first?.first?.integer } ?? 0
+            try service.backend.read { tx in try tx.userStatements.fetch("SELECT sum(like_count) FROM posts", []).first?.first?.integer }
+            ?? 0
         let ok =
             summary.likes == likeCount && likes == likeCount && likeCountTotal == Int64(likeCount)
             && checksum.idsValid && (queryCount == 0 || checksum.rows > 0)

@@ -86,7 +86,7 @@ import Testing
         let status = try service.status()
         #expect(status.schemaVersion == status.binarySchemaVersion && status.pendingMigrations == 0)
         let rows = try service.backend.read { tx in
-            try tx.fetch("SELECT version, count(*) FROM schema_migrations GROUP BY version ORDER BY version", [])
+            try tx.userStatements.fetch("SELECT version, count(*) FROM schema_migrations GROUP BY version ORDER BY version", [])
         }
         #expect(rows.map { $0[0].integer } == (1...status.binarySchemaVersion).map { Int64($0) })
         #expect(rows.allSatisfy { $0[1].integer == 1 })

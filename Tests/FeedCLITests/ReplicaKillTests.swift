@@ -65,10 +65,11 @@ import Testing
             }
             #expect(try rows(service) == rows(sourceService), "\(replica.path) equals the source for \(replica.user)")
             let made = try service.backend.read { tx in
-                try tx.fetch("SELECT seq FROM sqlite_sequence WHERE name = 'replica_mutations'", []).first?.first
+                try tx.userStatements.fetch("SELECT seq FROM sqlite_sequence WHERE name = 'replica_mutations'", []).first?.first
             }
             let applied = try sourceService.backend.read { tx in
-                try tx.fetch("SELECT last_mutation FROM sync_clients WHERE client_id = $1", [.text(status.clientID)]).first?.first
+                try tx.userStatements.fetch("SELECT last_mutation FROM sync_clients WHERE client_id = $1", [.text(status.clientID)]).first?
+                    .first
             }
             #expect(applied == made, "the source handled each of \(replica.path)'s numbers once")
         }

@@ -40,7 +40,9 @@ import Testing
     func storedHashes(on db: String) throws -> [String] {
         let service = try FeedService(location: db)
         defer { service.close() }
-        return try service.backend.read { tx in try tx.fetch("SELECT token_hash FROM api_tokens", []) }.compactMap { $0[0].text }
+        return try service.backend.read { tx in try tx.userStatements.fetch("SELECT token_hash FROM api_tokens", []) }.compactMap {
+            $0[0].text
+        }
     }
 
     func expectOneLineFailure(_ result: CLIResult, status: Int32, sourceLocation: SourceLocation = #_sourceLocation) {

@@ -55,7 +55,7 @@ import Testing
             let events = try tx.events(after: before, limit: nil)
             #expect(events.map(\.seq) == Array((before + 1)...(before + 4)))
             #expect(events == a.compactMap(\.event) + d.compactMap(\.event))
-            #expect(try tx.invariantViolations().isEmpty)
+            #expect(try tx.maintenance.invariantViolations().isEmpty)
         }
     }
 

@@ -127,7 +127,7 @@ import Testing
         // The foreign-key violation is deferred to COMMIT, so the body succeeds and COMMIT fails.
         #expect(throws: FeedError.self) {
             try service.commit(value: nil) { db, events in
-                try db.execute("PRAGMA defer_foreign_keys = ON")
+                try db.userStatements.execute("PRAGMA defer_foreign_keys = ON")
                 events.append(
                     try db.appendEvent(kind: .liked, userID: "user1", postID: "post1", likeCount: 1, at: Date()))
                 _ = try db.run("INSERT INTO likes (user_key, post_key, created_at) VALUES (?, ?, ?)", Int64(999), Int64(999), Int64(0))

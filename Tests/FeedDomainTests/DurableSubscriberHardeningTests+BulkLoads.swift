@@ -118,8 +118,8 @@ extension DurableSubscriberHardeningTests {
                 }
             _ = try old.write(
                 { tx in
-                    try tx.execute("UPDATE log_state SET bulk_loaded = 1 WHERE id = 1")
-                    try tx.execute("INSERT INTO subscriber_cursors (name, last_seq, updated_at) VALUES ('old', 0, 0)")
+                    try tx.userStatements.execute("UPDATE log_state SET bulk_loaded = 1 WHERE id = 1")
+                    try tx.userStatements.execute("INSERT INTO subscriber_cursors (name, last_seq, updated_at) VALUES ('old', 0, 0)")
                 }, afterCommit: { _ in })
             old.close()
         }

@@ -37,7 +37,7 @@ import Testing
         #expect(retry.level == .warning)
         #expect(retry.fields["subscriber"] == "mailer")
         #expect(retry.fields["error"] == #"durable subscriber "mailer"'s handler failed on event 7: the mail server is unreachable"#)
-        #expect(retry.fields["location"] == service.backend.location)
+        #expect(retry.fields["location"] == service.backend.traits.location)
         #expect(retry.message.hasPrefix(#"durable subscriber "mailer" failed a pass and retries in 10 ms"#))
     }
 
@@ -82,7 +82,7 @@ import Testing
         await #expect(throws: SyncError.self) { try await sync.sync() }
         let retries = logged.values.filter { $0.kind == .syncRetrying }
         #expect(retries.map { $0.fields["delayMilliseconds"] } == ["1", "2"])
-        #expect(retries.allSatisfy { $0.level == .warning && $0.fields["location"] == replica.backend.location })
+        #expect(retries.allSatisfy { $0.level == .warning && $0.fields["location"] == replica.backend.traits.location })
     }
 
     /// A write that PostgreSQL picks as a deadlock's victim runs again, and the retry is logged.
@@ -109,18 +109,18 @@ import Testing
                         return count == 1
                     }
                     guard first else { return }
-                    _ = try tx.fetch("SELECT last_seq FROM event_log_head WHERE id = 1 FOR UPDATE", [])
+                    _ = try tx.userStatements.fetch("SELECT last_seq FROM event_log_head WHERE id = 1 FOR UPDATE", [])
                     let deadline = Date(timeIntervalSinceNow: 30)
                     while Date() < deadline {
                         let waiting = try watcher.backend.readOnce { tx in
-                            try tx.fetch(
+                            try tx.userStatements.fetch(
                                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
                                 [])
                         }
                         if case .integer(let count)? = waiting.first?.first, count > 0 { break }
                         usleep(1_000)
                     }
-                    _ = try tx.fetch("UPDATE posts SET like_count = like_count WHERE id = $1 RETURNING id", [.text("post1")])
+                    _ = try tx.userStatements.fetch("UPDATE posts SET like_count = like_count WHERE id = $1 RETURNING id", [.text("post1")])
                 }, afterCommit: { _ in })
         }
         let like = Task.detached { try service.like(userID: "user2", postID: "post1") }
@@ -167,7 +167,7 @@ import Testing
         try await waitUntil(within: 30, "run() to start its watch") { service.sharedWatch.isRunning }
         // End every other session on the database: the watch loses its connection, reports it, and reconnects.
         _ = try other.backend.readOnce { tx in
-            try tx.fetch(
+            try tx.userStatements.fetch(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
                 [])
         }
@@ -190,7 +190,7 @@ import Testing
             #expect(!event.description.contains(password), "\(event.kind) logged the password")
             #expect(!event.fields.keys.contains { $0.contains(password) })
         }
-        #expect(!service.backend.location.contains(password))
-        #expect(events.allSatisfy { $0.fields["location"] == service.backend.location })
+        #expect(!service.backend.traits.location.contains(password))
+        #expect(events.allSatisfy { $0.fields["location"] == service.backend.traits.location })
     }
 }

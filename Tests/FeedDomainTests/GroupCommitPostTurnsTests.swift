@@ -18,7 +18,7 @@ import Testing
         defer { service.close() }
         for user in ["user1", "user2", "user3"] { try service.createUser(id: user) }
         for post in ["post1", "post2"] { try service.createPost(id: post, authorID: "user1", body: post) }
-        #expect(service.backend.concurrentWriteTransactions == 2)
+        #expect(service.backend.traits.concurrentWriteTransactions == 2)
 
         // Another connection holds post1's row until the test lets it go: a batch on post1 waits in the database.
         let blocker = try FeedService(location: location)
@@ -29,7 +29,7 @@ import Testing
         Thread.detachNewThread {
             _ = try? blocker.backend.write(
                 { tx in
-                    _ = try tx.fetch("SELECT like_count FROM posts WHERE id = $1 FOR UPDATE", [.text("post1")])
+                    _ = try tx.userStatements.fetch("SELECT like_count FROM posts WHERE id = $1 FOR UPDATE", [.text("post1")])
                     holding.signal()
                     letGo.wait()
                 }, afterCommit: { _ in })
@@ -50,7 +50,7 @@ import Testing
         }
         func lockWaiters() throws -> Int64 {
             let rows = try blocker.backend.readOnce { tx in
-                try tx.fetch(
+                try tx.userStatements.fetch(
                     "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
                     [])
             }

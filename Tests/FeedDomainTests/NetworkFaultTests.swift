@@ -293,7 +293,7 @@ import Testing
             Thread.detachNewThread {
                 var held = false
                 _ = try? service.backend.readOnce { tx in
-                    _ = try? tx.feedPage(viewerKey: nil, before: nil, limit: 20)
+                    _ = try? tx.feedPage(for: .anonymous, before: nil, limit: 20).rows
                     held = true
                     holding.leave()
                     _ = holding.wait(timeout: .now() + 10)

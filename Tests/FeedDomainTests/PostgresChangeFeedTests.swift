@@ -68,7 +68,7 @@ import Testing
         writing.start()
         #expect(waitWhileProgressing("writes before the termination", progress: { written.withLock { $0 } }) { halfway.wait(timeout: $0) })
         let pid = try listenerSession(writer.backend)
-        _ = try writer.backend.readOnce { tx in try tx.fetch("SELECT pg_terminate_backend($1::int)", [.integer(pid)]) }
+        _ = try writer.backend.readOnce { tx in try tx.userStatements.fetch("SELECT pg_terminate_backend($1::int)", [.integer(pid)]) }
         #expect(waitWhileProgressing("writes after the termination", progress: { written.withLock { $0 } }) { done.wait(timeout: $0) })
         #expect(failures.withLock { $0 }.isEmpty)
         let last = Int64(6 + total)
@@ -95,7 +95,7 @@ private func listenerSession(_ backend: any FeedBackend) throws -> Int64 {
     let deadline = ContinuousClock.now + .seconds(30)
     while ContinuousClock.now < deadline {
         let rows = try backend.readOnce { tx in
-            try tx.fetch(
+            try tx.userStatements.fetch(
                 "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE $1",
                 [.text("%feedsync change watch%")])
         }

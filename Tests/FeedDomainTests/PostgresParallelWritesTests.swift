@@ -28,7 +28,7 @@ import Testing
         let holding = Thread {
             _ = try? holder.write(
                 { tx in
-                    _ = try tx.fetch("SELECT like_count FROM posts WHERE id = $1 FOR UPDATE", [.text("post1")])
+                    _ = try tx.userStatements.fetch("SELECT like_count FROM posts WHERE id = $1 FOR UPDATE", [.text("post1")])
                     locked.signal()
                     _ = release.wait(timeout: .now() + 60)
                 }, afterCommit: { _ in })
@@ -68,7 +68,7 @@ import Testing
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
             let waiting = try backend.readOnce { tx in
-                try tx.fetch(
+                try tx.userStatements.fetch(
                     """
                     SELECT count(*) FROM pg_stat_activity
                     WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'transactionid'

@@ -118,7 +118,7 @@ extension FeedTransaction {
     /// Runs one statement written with `?` placeholders (numbered `$1`, `$2`, … here, as every backend accepts).
     @discardableResult
     func run(_ sql: String, _ values: any TestBindable...) throws -> Int {
-        try execute(numberingPlaceholders(sql), values.map(\.databaseValue))
+        try userStatements.execute(numberingPlaceholders(sql), values.map(\.databaseValue))
     }
 }
 
@@ -148,11 +148,11 @@ private func numberingPlaceholders(_ sql: String) -> String {
 extension FeedService {
     /// Runs SQL of the test's own (valid on both backends) in one write transaction.
     func executeSQL(_ sql: String) throws {
-        _ = try backend.write({ tx in try tx.execute(sql) }, afterCommit: { _ in })
+        _ = try backend.write({ tx in try tx.userStatements.execute(sql) }, afterCommit: { _ in })
     }
 
     /// The first column of every row a query of the test's own returns.
     func firstColumn(_ sql: String) throws -> [DatabaseValue] {
-        try backend.read { tx in try tx.fetch(sql, []).compactMap(\.first) }
+        try backend.read { tx in try tx.userStatements.fetch(sql, []).compactMap(\.first) }
     }
 }

@@ -1,5 +1,6 @@
 @testable import FeedDomain
 import FeedCore
+import FeedSQLiteBackend
 import FeedSync
 import FeedTestSupport
 import FeedTestThreads
@@ -121,7 +122,7 @@ import Testing
         let issued = try service.issueToken(userID: "user3", label: "ci")
         let secret = String(issued.token.dropFirst(17))
         let rows = try service.backend.read { tx in
-            try tx.fetch("SELECT id, user_id, token_hash, label, created_at, revoked_at FROM api_tokens", [])
+            try tx.userStatements.fetch("SELECT id, user_id, token_hash, label, created_at, revoked_at FROM api_tokens", [])
         }
         #expect(rows.count == 1)
         let row = try #require(rows.first)
@@ -182,8 +183,8 @@ import Testing
         defer { service.close() }
         for user in ["user1", "user2", "user3"] { _ = try service.issueToken(userID: user) }
         let plan = try service.backend.read { tx in
-            try tx.fetch(
-                "EXPLAIN QUERY PLAN " + FeedService.authenticationQuery, [.text(String(repeating: "0", count: 64)), .text("0123456789ab")])
+            try tx.userStatements.fetch(
+                "EXPLAIN QUERY PLAN " + SQLiteTransaction.tokenUserSQL, [.text(String(repeating: "0", count: 64)), .text("0123456789ab")])
         }
         let details = plan.compactMap { $0.last?.text }
         #expect(details.count == 1 && details.allSatisfy { $0.hasPrefix("SEARCH api_tokens USING") }, "\(details)")

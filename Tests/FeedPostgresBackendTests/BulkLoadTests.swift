@@ -55,8 +55,8 @@ import Testing
         #expect(userKeys == Array(1...Int64(userCount)))
         #expect(postKeys == Array(1...Int64(postCount)))
         try backend.read { tx throws in
-            #expect(try tx.counts() == FeedCounts(users: userCount, posts: postCount, likes: expectedLikes.count, events: 1))
-            #expect(try tx.invariantViolations().isEmpty)
+            #expect(try tx.maintenance.counts() == FeedCounts(users: userCount, posts: postCount, likes: expectedLikes.count, events: 1))
+            #expect(try tx.maintenance.invariantViolations().isEmpty)
             #expect(try tx.replayBaseline() == ReplayBaseline(prunedThrough: 0, bulkGeneration: 1, bulkThrough: 1))
             #expect(try tx.post(id: "post0")?.body == body)
             let liked = Dictionary(grouping: expectedLikes, by: { $0[1] }).mapValues(\.count)
@@ -93,8 +93,8 @@ import Testing
         #expect(added == [false, true, false, true])
         try backend.read { tx throws in
             #expect(try tx.pg.likeCount(postKey: post) == 3)
-            #expect(try tx.counts().likes == 3)
-            #expect(try tx.invariantViolations().isEmpty)
+            #expect(try tx.maintenance.counts().likes == 3)
+            #expect(try tx.maintenance.invariantViolations().isEmpty)
         }
     }
 
@@ -132,8 +132,8 @@ import Testing
             try backend.bulkLoad { loader in _ = try loader.addPost(id: "p3", authorID: "u1", body: "", createdAt: testTime) }
         }
         try backend.read { tx throws in
-            #expect(try tx.counts() == FeedCounts(users: 2, posts: 1, likes: 0, events: 0))
-            #expect(try tx.invariantViolations().isEmpty)
+            #expect(try tx.maintenance.counts() == FeedCounts(users: 2, posts: 1, likes: 0, events: 0))
+            #expect(try tx.maintenance.invariantViolations().isEmpty)
         }
         // The trigger came back with the rollback.
         let (user, post) = try backend.readOnce { tx in try tx.pg.keys(userID: "u2", postID: "p1") }

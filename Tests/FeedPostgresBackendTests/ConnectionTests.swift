@@ -90,12 +90,12 @@ import Testing
                             counts[name, default: 0] += 1
                             return counts[name, default: 0]
                         }
-                        try tx.execute("UPDATE users SET name = name || $1 WHERE id = $2", [.text(name), .text(first)])
+                        try tx.userStatements.execute("UPDATE users SET name = name || $1 WHERE id = $2", [.text(name), .text(first)])
                         if attempt == 1 {
                             mine.signal()
                             waitFor(theirs, "the other writer's first lock")
                         }
-                        try tx.execute("UPDATE users SET name = name || $1 WHERE id = $2", [.text(name), .text(second)])
+                        try tx.userStatements.execute("UPDATE users SET name = name || $1 WHERE id = $2", [.text(name), .text(second)])
                         _ = try tx.appendEvent(kind: .userCreated, userID: name, postID: nil, likeCount: nil, at: testTime)
                     }
                 } catch {
@@ -119,7 +119,7 @@ import Testing
         try backend.read { tx throws in
             #expect(try tx.events(after: 0, limit: nil).map(\.seq) == [1, 2])
             #expect(Set(try tx.events(after: 0, limit: nil).map(\.userID)) == ["x", "y"])
-            let names = try tx.fetch("SELECT name FROM users ORDER BY id", []).compactMap { $0.first?.text }
+            let names = try tx.userStatements.fetch("SELECT name FROM users ORDER BY id", []).compactMap { $0.first?.text }
             #expect(names.allSatisfy { $0.count == 2 && $0.contains("x") && $0.contains("y") })
         }
     }
@@ -138,10 +138,10 @@ import Testing
             spawn(name) {
                 do {
                     try write(backend) { tx throws in
-                        try tx.execute("UPDATE users SET name = $1 WHERE id = $2", [.text(name), .text(first)])
+                        try tx.userStatements.execute("UPDATE users SET name = $1 WHERE id = $2", [.text(name), .text(first)])
                         mine.signal()
                         waitFor(theirs, "the other writer's first lock")
-                        try tx.execute("UPDATE users SET name = $1 WHERE id = $2", [.text(name), .text(second)])
+                        try tx.userStatements.execute("UPDATE users SET name = $1 WHERE id = $2", [.text(name), .text(second)])
                     }
                     outcomes.update { $0.append("committed") }
                 } catch let error as StorageError {
@@ -200,12 +200,18 @@ import Testing
             SELECT current_setting('application_name'), current_setting('statement_timeout'),
                    current_setting('default_transaction_read_only')
             """
-        #expect(try db.backend.readOnce { tx throws in try tx.fetch(query, []) } == [[.text("feedsync"), .text("7s"), .text("off")]])
+        #expect(
+            try db.backend.readOnce { tx throws in try tx.userStatements.fetch(query, []) } == [
+                [.text("feedsync"), .text("7s"), .text("off")]
+            ])
         let reader = try PostgresBackend(url: db.url, options: PostgresOptions(statementTimeout: .seconds(7)), mode: .readCurrent)
         defer { reader.close() }
-        #expect(try reader.readOnce { tx throws in try tx.fetch(query, []) } == [[.text("feedsync"), .text("7s"), .text("on")]])
-        #expect(throws: StorageError.self) { try reader.readOnce { tx throws in try tx.fetch("DELETE FROM users RETURNING id", []) } }
-        #expect(try db.backend.readOnce { tx in try tx.counts().users } == 0)
+        #expect(
+            try reader.readOnce { tx throws in try tx.userStatements.fetch(query, []) } == [[.text("feedsync"), .text("7s"), .text("on")]])
+        #expect(throws: StorageError.self) {
+            try reader.readOnce { tx throws in try tx.userStatements.fetch("DELETE FROM users RETURNING id", []) }
+        }
+        #expect(try db.backend.readOnce { tx in try tx.maintenance.counts().users } == 0)
     }
 
     @Test func closingTheBackendFailsLaterCalls() throws {

@@ -31,7 +31,7 @@ import Testing
             _ = try tx.insertPost(id: "p3", authorID: "u2", body: "still writable", at: testTime)
         }
         #expect(try db.backend.readOnce { tx in try tx.post(id: "p3")?.body } == "still writable")
-        #expect(try db.backend.readOnce { tx in try tx.counts() } == FeedCounts(users: 2, posts: 2, likes: 0, events: 0))
+        #expect(try db.backend.readOnce { tx in try tx.maintenance.counts() } == FeedCounts(users: 2, posts: 2, likes: 0, events: 0))
     }
 
     @Test func invalidValuesAreRefusedBeforeTheServerSeesThem() throws {
@@ -56,16 +56,18 @@ import Testing
         guard let db = try TestDatabase.make("errors_check") else { return }
         try write(db.backend) { tx throws in
             let check = try #require(throws: StorageError.self) {
-                try tx.savepoint { try tx.execute("INSERT INTO users (id, name, created_at) VALUES ($1, repeat('a', 300), 0)", ["u1"]) }
+                try tx.savepoint {
+                    try tx.userStatements.execute("INSERT INTO users (id, name, created_at) VALUES ($1, repeat('a', 300), 0)", ["u1"])
+                }
             }
             guard case .constraintViolation(let field, _) = check else {
                 Issue.record("unexpected \(check)")
                 return
             }
             #expect(field == "users.name")
-            try tx.execute("CREATE TEMPORARY TABLE short_values (v varchar(3))")
+            try tx.userStatements.execute("CREATE TEMPORARY TABLE short_values (v varchar(3))")
             let tooLong = try #require(throws: StorageError.self) {
-                try tx.savepoint { try tx.execute("INSERT INTO short_values (v) VALUES ($1)", ["abcdef"]) }
+                try tx.savepoint { try tx.userStatements.execute("INSERT INTO short_values (v) VALUES ($1)", ["abcdef"]) }
             }
             guard case .constraintViolation = tooLong else {
                 Issue.record("unexpected \(tooLong)")
@@ -79,8 +81,8 @@ import Testing
         let started = ContinuousClock.now
         let error = try #require(throws: StorageError.self) {
             try write(db.backend) { tx throws in
-                try tx.execute("SET LOCAL statement_timeout = 100")
-                _ = try tx.fetch("SELECT pg_sleep(10)", [])
+                try tx.userStatements.execute("SET LOCAL statement_timeout = 100")
+                _ = try tx.userStatements.fetch("SELECT pg_sleep(10)", [])
             }
         }
         guard case .timedOut(let failure) = error else {
@@ -99,7 +101,9 @@ import Testing
         defer { database.drop() }
         let backend = try PostgresBackend(url: database.url, options: PostgresOptions(statementTimeout: .milliseconds(200)))
         defer { backend.close() }
-        let error = try #require(throws: StorageError.self) { try backend.readOnce { tx in try tx.fetch("SELECT pg_sleep(10)", []) } }
+        let error = try #require(throws: StorageError.self) {
+            try backend.readOnce { tx in try tx.userStatements.fetch("SELECT pg_sleep(10)", []) }
+        }
         guard case .timedOut = error else {
             Issue.record("unexpected \(error)")
             return
@@ -115,14 +119,14 @@ import Testing
             #expect(throws: StorageError.readOnly(path: location)) {
                 try tx.appendEvent(kind: .userCreated, userID: "u9", postID: nil, likeCount: nil, at: testTime)
             }
-            #expect(throws: StorageError.readOnly(path: location)) { try tx.execute("DELETE FROM likes") }
+            #expect(throws: StorageError.readOnly(path: location)) { try tx.userStatements.execute("DELETE FROM likes") }
         }
         try db.backend.readOnce { tx throws in
             #expect(throws: StorageError.readOnly(path: location)) { try tx.pg.insertLike(userKey: 1, postKey: 1, at: testTime) }
             // Your own statements are refused outside write transactions too.
-            #expect(throws: StorageError.readOnly(path: location)) { try tx.execute("DELETE FROM users") }
+            #expect(throws: StorageError.readOnly(path: location)) { try tx.userStatements.execute("DELETE FROM users") }
         }
-        #expect(try db.backend.readOnce { tx in try tx.counts().users } == 2)
+        #expect(try db.backend.readOnce { tx in try tx.maintenance.counts().users } == 2)
     }
 
     @Test func insufficientPrivilegeIsReadOnly() throws {
@@ -131,8 +135,8 @@ import Testing
         // Either SET ROLE is refused (not a member) or the role may not read the table: 42501 both ways.
         #expect(throws: StorageError.readOnly(path: location)) {
             try write(db.backend) { tx throws in
-                try tx.execute("SET LOCAL ROLE pg_monitor")
-                try tx.execute("DELETE FROM users")
+                try tx.userStatements.execute("SET LOCAL ROLE pg_monitor")
+                try tx.userStatements.execute("DELETE FROM users")
             }
         }
     }
@@ -140,7 +144,7 @@ import Testing
     @Test func otherFailuresCarryTheCodeTheMessageAndTheStatementButNoValue() throws {
         guard let db = try TestDatabase.make("errors_other") else { return }
         let missing = try #require(throws: StorageError.self) {
-            try db.backend.readOnce { tx in try tx.fetch("SELECT * FROM no_such_table", []) }
+            try db.backend.readOnce { tx in try tx.userStatements.fetch("SELECT * FROM no_such_table", []) }
         }
         #expect(
             missing
@@ -150,7 +154,7 @@ import Testing
                         sql: "SELECT * FROM no_such_table")))
         let secret = "secret-value-4711"
         let syntax = try #require(throws: StorageError.self) {
-            try db.backend.readOnce { tx in try tx.fetch("SELECT $1::bigint", [.text(secret)]) }
+            try db.backend.readOnce { tx in try tx.userStatements.fetch("SELECT $1::bigint", [.text(secret)]) }
         }
         guard case .database(let failure) = syntax else {
             Issue.record("unexpected \(syntax)")
@@ -164,7 +168,9 @@ import Testing
     @Test func theEventLogRefusesUpdates() throws {
         guard let db = try TestDatabase.make("errors_append_only") else { return }
         try write(db.backend) { tx in _ = try tx.appendEvent(kind: .userCreated, userID: "u1", postID: nil, likeCount: nil, at: testTime) }
-        let error = try #require(throws: StorageError.self) { try write(db.backend) { tx in try tx.execute("UPDATE events SET at = 0") } }
+        let error = try #require(throws: StorageError.self) {
+            try write(db.backend) { tx in try tx.userStatements.execute("UPDATE events SET at = 0") }
+        }
         guard case .database(let failure) = error else {
             Issue.record("unexpected \(error)")
             return
@@ -177,7 +183,7 @@ import Testing
         let error = try #require(throws: StorageError.self) {
             try write(db.backend) { tx throws in
                 _ = try tx.insertUser(id: "u1", name: "", at: testTime)
-                _ = try? tx.fetch("SELECT * FROM no_such_table", [])
+                _ = try? tx.userStatements.fetch("SELECT * FROM no_such_table", [])
             }
         }
         guard case .database(let failure) = error else {
@@ -185,14 +191,15 @@ import Testing
             return
         }
         #expect(failure.code == "42P01")
-        #expect(try db.backend.readOnce { tx in try tx.counts().users } == 0)
+        #expect(try db.backend.readOnce { tx in try tx.maintenance.counts().users } == 0)
     }
 
     @Test func aTextValueWithNULIsRefusedWithoutAbortingTheTransaction() throws {
         guard let db = try TestDatabase.make("errors_nul") else { return }
         try write(db.backend) { tx throws in
             let error = try #require(throws: StorageError.self) {
-                try tx.execute("INSERT INTO subscriber_cursors (name, last_seq, updated_at) VALUES ($1, 0, 0)", [.text("a\0b")])
+                try tx.userStatements.execute(
+                    "INSERT INTO subscriber_cursors (name, last_seq, updated_at) VALUES ($1, 0, 0)", [.text("a\0b")])
             }
             guard case .database(let failure) = error else {
                 Issue.record("unexpected \(error)")
@@ -201,7 +208,7 @@ import Testing
             #expect(failure.code == "22021")
             _ = try tx.insertUser(id: "u1", name: "", at: testTime)
         }
-        #expect(try db.backend.readOnce { tx in try tx.counts().users } == 1)
+        #expect(try db.backend.readOnce { tx in try tx.maintenance.counts().users } == 1)
     }
 
     @Test func aNestedWriteOnTheSameThreadFailsClearly() throws {

@@ -37,13 +37,13 @@ import Testing
         var byID: [FeedRow] = []
         var cursor: FeedCursor?
         repeat {
-            let page = try db.backend.readOnce { tx in try tx.feedPage(viewerKey: viewer, before: cursor, limit: limit) }
+            let page = try db.backend.readOnce { tx in try tx.feedPage(for: .key(viewer), before: cursor, limit: limit).rows }
             #expect(page.count <= limit)
             byKey += page
             cursor = page.count == limit ? page.last.map { FeedCursor(after: $0.post) } : nil
         } while cursor != nil
         repeat {
-            let page = try db.backend.readOnce { tx in try tx.feedPage(viewerID: "viewer", before: cursor, limit: limit) }
+            let page = try db.backend.readOnce { tx in try tx.feedPage(for: .id("viewer"), before: cursor, limit: limit) }
             #expect(page.viewerKey == viewer)
             byID += page.rows
             cursor = page.rows.count == limit ? page.rows.last.map { FeedCursor(after: $0.post) } : nil
@@ -86,12 +86,12 @@ import Testing
             var byID: [FeedRow] = []
             var cursor: FeedCursor?
             repeat {
-                let page = try db.backend.readOnce { tx in try tx.feedPage(viewerKey: viewers[count]!, before: cursor, limit: limit) }
+                let page = try db.backend.readOnce { tx in try tx.feedPage(for: .key(viewers[count]!), before: cursor, limit: limit).rows }
                 byKey += page
                 cursor = page.count == limit ? page.last.map { FeedCursor(after: $0.post) } : nil
             } while cursor != nil
             repeat {
-                let page = try db.backend.readOnce { tx in try tx.feedPage(viewerID: "viewer\(count)", before: cursor, limit: limit) }
+                let page = try db.backend.readOnce { tx in try tx.feedPage(for: .id("viewer\(count)"), before: cursor, limit: limit) }
                 byID += page.rows
                 cursor = page.rows.count == limit ? page.rows.last.map { FeedCursor(after: $0.post) } : nil
             } while cursor != nil
@@ -104,22 +104,22 @@ import Testing
 
     @Test func anUnboundedPageReturnsEveryPost() throws {
         guard let (db, viewer) = try Self.seeded("page_unbounded") else { return }
-        let rows = try db.backend.readOnce { tx in try tx.feedPage(viewerKey: viewer, before: nil, limit: -1) }
+        let rows = try db.backend.readOnce { tx in try tx.feedPage(for: .key(viewer), before: nil, limit: -1).rows }
         #expect(rows.map(\.post.id) == Self.expectedOrder.map { "p\($0)" })
-        let byID = try db.backend.readOnce { tx in try tx.feedPage(viewerID: "viewer", before: nil, limit: -1) }
+        let byID = try db.backend.readOnce { tx in try tx.feedPage(for: .id("viewer"), before: nil, limit: -1) }
         #expect(byID.rows == rows)
     }
 
     @Test func pastTheEndTheViewerIsStillToldApartFromAnUnknownOne() throws {
         guard let (db, viewer) = try Self.seeded("page_past_end") else { return }
         let end = FeedCursor(createdAtMillis: -1, sequence: 0)
-        let page = try db.backend.readOnce { tx in try tx.feedPage(viewerID: "viewer", before: end, limit: 20) }
+        let page = try db.backend.readOnce { tx in try tx.feedPage(for: .id("viewer"), before: end, limit: 20) }
         #expect(page.viewerKey == viewer && page.rows.isEmpty)
         #expect(throws: StorageError.userNotFound("ghost")) {
-            try db.backend.readOnce { tx in try tx.feedPage(viewerID: "ghost", before: end, limit: 20) }
+            try db.backend.readOnce { tx in try tx.feedPage(for: .id("ghost"), before: end, limit: 20) }
         }
         #expect(throws: StorageError.userNotFound("ghost")) {
-            try db.backend.readOnce { tx in try tx.feedPage(viewerID: "ghost", before: nil, limit: 20) }
+            try db.backend.readOnce { tx in try tx.feedPage(for: .id("ghost"), before: nil, limit: 20) }
         }
     }
 
@@ -131,11 +131,11 @@ import Testing
         guard let (db, viewer) = try Self.seeded("page_generic_plan") else { return }
         for round in 0..<12 {
             let cursor = FeedCursor(createdAtMillis: Int64(390 - round) * 1000, sequence: .max)
-            _ = try db.backend.readOnce { tx in try tx.feedPage(viewerKey: viewer, before: cursor, limit: 20) }
-            _ = try db.backend.readOnce { tx in try tx.feedPage(viewerID: "viewer", before: cursor, limit: 50) }
+            _ = try db.backend.readOnce { tx in try tx.feedPage(for: .key(viewer), before: cursor, limit: 20).rows }
+            _ = try db.backend.readOnce { tx in try tx.feedPage(for: .id("viewer"), before: cursor, limit: 50) }
         }
         let plans = try db.backend.readOnce { tx in
-            try tx.fetch(
+            try tx.userStatements.fetch(
                 """
                 SELECT generic_plans, custom_plans FROM pg_prepared_statements
                 WHERE statement LIKE '%FROM posts p%' AND statement LIKE '%likes l%'

@@ -129,7 +129,7 @@ import Testing
             try inspector.schemaStatus()
                 == SchemaStatus(databaseVersion: 1, binaryVersion: 2, pending: [MigrationName(version: 2, name: "b")]))
         #expect(throws: StorageError.readOnly(path: inspector.location)) {
-            try inspector.write({ tx in try tx.execute("CREATE TABLE c (x int)") }, afterCommit: { _ in })
+            try inspector.write({ tx in try tx.userStatements.execute("CREATE TABLE c (x int)") }, afterCommit: { _ in })
         }
         #expect(try snapshot(database.url) == before)
     }

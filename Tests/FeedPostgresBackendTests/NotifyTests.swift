@@ -76,7 +76,7 @@ import Testing
         let writer = spawn("writer") {
             do {
                 try write(db.backend) { tx in
-                    writerPID.update { $0 = try? tx.fetch("SELECT pg_backend_pid()", []).first?.first?.integer }
+                    writerPID.update { $0 = try? tx.userStatements.fetch("SELECT pg_backend_pid()", []).first?.first?.integer }
                     _ = try tx.appendEvent(kind: .userCreated, userID: "u1", postID: nil, likeCount: nil, at: testTime)
                     appended.signal()
                     _ = commit.wait(timeout: .now() + .seconds(Int(stallLimit.components.seconds)))

@@ -93,7 +93,7 @@ import Testing
             let events = try tx.events(after: 0, limit: nil)
             #expect(events.map(\.seq) == [1, 2, 3, 4])
             #expect(events[1].userID == "A")
-            #expect(try tx.invariantViolations().isEmpty)
+            #expect(try tx.maintenance.invariantViolations().isEmpty)
         }
     }
 }

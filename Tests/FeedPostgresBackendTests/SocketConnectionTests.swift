@@ -37,7 +37,7 @@ import Testing
             _ = try tx.insertPost(id: "p1", authorID: "u1", body: "over the socket", at: testTime)
         }
         // A session on a Unix-domain socket has no server address.
-        let overSocket = try backend.readOnce { tx in try tx.fetch("SELECT inet_server_addr() IS NULL", []) }
+        let overSocket = try backend.readOnce { tx in try tx.userStatements.fetch("SELECT inet_server_addr() IS NULL", []) }
         #expect(overSocket.first?.first == .integer(1))
         // The rows are the database's: the TCP backend sees them.
         #expect(try db.backend.readOnce { tx in try tx.allUsers().map(\.id) } == ["u1"])

@@ -45,7 +45,7 @@ import Testing
         try db.backend.read { tx throws in
             #expect(try tx.events(after: 0, limit: nil).map(\.likeCount) == [1, 0, 1, 0])
             #expect(try tx.pg.likeCount(postKey: post) == 0)
-            #expect(try tx.invariantViolations().isEmpty)
+            #expect(try tx.maintenance.invariantViolations().isEmpty)
         }
         #expect(throws: StorageError.userNotFound("nobody")) {
             try db.backend.readOnce { tx in try tx.pg.keys(userID: "nobody", postID: "p1") }
@@ -72,7 +72,9 @@ import Testing
         var pages: [[FeedRow]] = []
         var cursor: FeedCursor?
         repeat {
-            let page = try db.backend.read { tx in try tx.feedPage(viewerKey: viewer, before: cursor, limit: 2) }
+            let page = try db.backend.read { tx in
+                try tx.feedPage(for: viewer.map(FeedViewer.key) ?? .anonymous, before: cursor, limit: 2).rows
+            }
             pages.append(page)
             cursor = page.last.map { FeedCursor(after: $0.post) }
         } while pages.last?.count == 2
@@ -80,14 +82,14 @@ import Testing
         #expect(ids == ["p6", "p4", "p3", "p2", "p1", "p0", "p5"])
         #expect(pages.flatMap { $0 }.filter(\.liked).map(\.post.id) == ["p2"])
         #expect(pages.map(\.count) == [2, 2, 2, 1])
-        let all = try db.backend.readOnce { tx in try tx.feedPage(viewerKey: nil, before: nil, limit: -1) }
+        let all = try db.backend.readOnce { tx in try tx.feedPage(for: .anonymous, before: nil, limit: -1).rows }
         #expect(all.map(\.post.id) == ids)
         #expect(all.allSatisfy { !$0.liked })
-        #expect(try db.backend.readOnce { tx in try tx.feedPage(viewerKey: nil, before: nil, limit: 0) }.isEmpty)
+        #expect(try db.backend.readOnce { tx in try tx.feedPage(for: .anonymous, before: nil, limit: 0).rows }.isEmpty)
         // The cursor is the SQLite backend's: created-at milliseconds and the post's sequence (its key).
         let p2 = try #require(all.first { $0.post.id == "p2" })
         #expect(FeedCursor(after: p2.post) == FeedCursor(createdAtMillis: 20_000, sequence: p2.post.sequence))
-        let afterP2 = try db.backend.readOnce { tx in try tx.feedPage(viewerKey: nil, before: FeedCursor(after: p2.post), limit: 10) }
+        let afterP2 = try db.backend.readOnce { tx in try tx.feedPage(for: .anonymous, before: FeedCursor(after: p2.post), limit: 10).rows }
         #expect(afterP2.map(\.post.id) == ["p1", "p0", "p5"])
     }
 
@@ -117,8 +119,8 @@ import Testing
             #expect(try tx.events(after: 1, limit: 5) == [second])
             #expect(try tx.events(after: 0, limit: 1) == [first])
             #expect(try tx.lastSeq() == 2)
-            #expect(try tx.lastSeq(before: time.addingTimeInterval(1)) == 1)
-            #expect(try tx.lastSeq(before: time.addingTimeInterval(-1)) == nil)
+            #expect(try tx.maintenance.lastSeq(before: time.addingTimeInterval(1)) == 1)
+            #expect(try tx.maintenance.lastSeq(before: time.addingTimeInterval(-1)) == nil)
         }
     }
 
@@ -129,13 +131,13 @@ import Testing
                 _ = try tx.appendEvent(kind: .userCreated, userID: "u\(index)", postID: nil, likeCount: nil, at: testTime)
             }
         }
-        #expect(try write(db.backend) { tx in try tx.pruneEvents(through: 3) } == 3)
-        #expect(try write(db.backend) { tx in try tx.pruneEvents(through: 99) } == 1)
+        #expect(try write(db.backend) { tx in try tx.maintenance.pruneEvents(through: 3) } == 3)
+        #expect(try write(db.backend) { tx in try tx.maintenance.pruneEvents(through: 99) } == 1)
         try db.backend.read { tx throws in
             #expect(try tx.events(after: 0, limit: nil).map(\.seq) == [5])
             #expect(try tx.lastSeq() == 5)
             #expect(try tx.replayBaseline() == ReplayBaseline(prunedThrough: 4, bulkGeneration: 0, bulkThrough: 0))
-            #expect(try tx.invariantViolations().isEmpty)
+            #expect(try tx.maintenance.invariantViolations().isEmpty)
         }
         let next = try write(db.backend) { tx in
             try tx.appendEvent(kind: .userCreated, userID: "u6", postID: nil, likeCount: nil, at: testTime)
@@ -177,12 +179,12 @@ import Testing
                 }
             }
             // A failing statement inside a savepoint aborts only the savepoint.
-            #expect(throws: StorageError.self) { try tx.savepoint { try tx.fetch("SELECT * FROM no_such_table", []) } }
+            #expect(throws: StorageError.self) { try tx.savepoint { try tx.userStatements.fetch("SELECT * FROM no_such_table", []) } }
             // So does one the body caught: its changes cannot be kept without it.
             #expect(throws: StorageError.self) {
                 try tx.savepoint {
                     _ = try tx.insertUser(id: "also-undone", name: "", at: testTime)
-                    _ = try? tx.fetch("SELECT * FROM no_such_table", [])
+                    _ = try? tx.userStatements.fetch("SELECT * FROM no_such_table", [])
                 }
             }
             let nested = try tx.savepoint {
@@ -208,25 +210,26 @@ import Testing
             writeDone.signal()
         }
         try backend.read { tx throws in
-            #expect(try tx.counts().users == 0)
+            #expect(try tx.maintenance.counts().users == 0)
             readStarted.signal()
             waitFor(writeDone, "the write to commit")
-            #expect(try tx.counts().users == 0)
+            #expect(try tx.maintenance.counts().users == 0)
             #expect(try tx.userKey(for: "late") == nil)
         }
         join([writer])
-        #expect(try backend.readOnce { tx in try tx.counts().users } == 1)
+        #expect(try backend.readOnce { tx in try tx.maintenance.counts().users } == 1)
     }
 
     @Test func yourOwnStatementsBindEveryValueType() throws {
         guard let db = try TestDatabase.make("tx_values") else { return }
         let rows = try write(db.backend) { tx throws in
-            try tx.execute("CREATE TABLE mine (i bigint, r double precision, t text, b bytea, n int, f boolean, d numeric)")
-            let changed = try tx.execute(
+            try tx.userStatements.execute("CREATE TABLE mine (i bigint, r double precision, t text, b bytea, n int, f boolean, d numeric)")
+            let changed = try tx.userStatements.execute(
                 "INSERT INTO mine VALUES ($1, $2, $3, $4, $5, true, 12.5)",
                 [.integer(-42), .real(2.5), .text("tab\there 'quoted' \"double\" \\ é"), .blob([0, 1, 254, 255]), .null])
             #expect(changed == 1)
-            return try tx.fetch("SELECT i, r, t, b, n, f, d, 7::int2, count(*) OVER () FROM mine WHERE i = $1", [.integer(-42)])
+            return try tx.userStatements.fetch(
+                "SELECT i, r, t, b, n, f, d, 7::int2, count(*) OVER () FROM mine WHERE i = $1", [.integer(-42)])
         }
         #expect(
             rows == [
@@ -245,14 +248,14 @@ import Testing
             _ = try tx.pg.insertLike(userKey: user, postKey: post, at: testTime)
             _ = try tx.pg.appendLikeChange(.liked, userID: "u3", postID: "p1", postKey: post, at: testTime)
         }
-        #expect(try db.backend.read { tx in try tx.counts() } == FeedCounts(users: 3, posts: 1, likes: 1, events: 1))
-        #expect(try db.backend.read { tx in try tx.invariantViolations() }.isEmpty)
+        #expect(try db.backend.read { tx in try tx.maintenance.counts() } == FeedCounts(users: 3, posts: 1, likes: 1, events: 1))
+        #expect(try db.backend.read { tx in try tx.maintenance.invariantViolations() }.isEmpty)
         // Break things behind the backend's back (as a superuser could): each rule names what it found.
         try db.admin("ALTER TABLE events DISABLE TRIGGER events_append_only")
         try db.admin("UPDATE events SET seq = 3")
         try db.admin("ALTER TABLE likes DISABLE TRIGGER likes_count_delete")
         try db.admin("DELETE FROM likes")
-        let violations = try db.backend.read { tx in try tx.invariantViolations() }
+        let violations = try db.backend.read { tx in try tx.maintenance.invariantViolations() }
         #expect(
             violations == [
                 InvariantViolation(rule: "integrity", detail: "trigger likes_count_delete is disabled"),

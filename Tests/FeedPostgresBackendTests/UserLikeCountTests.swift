@@ -47,7 +47,7 @@ import Testing
             _ = try tx.pg.appendLikeChange(.unliked, userID: "u1", postID: "p1", postKey: unliked.post, at: testTime)
         }
         #expect(try counts() == [[.text("u1"), .integer(2)], [.text("u2"), .integer(1)], [.text("u3"), .integer(1)]])
-        #expect(try backend.read { tx in try tx.invariantViolations() } == [])
+        #expect(try backend.read { tx in try tx.maintenance.invariantViolations() } == [])
     }
 
     /// A bulk load inserts its likes with the count trigger off, then recounts posts and users alike.
@@ -63,7 +63,7 @@ import Testing
             }
         }
         #expect(try Self.userCounts(db) == [[.text("author"), .integer(10)], [.text("fan"), .integer(30)]])
-        #expect(try db.backend.read { tx in try tx.invariantViolations() }.isEmpty)
+        #expect(try db.backend.read { tx in try tx.maintenance.invariantViolations() }.isEmpty)
     }
 
     /// The executed generic plan of a page statement (the plan the product keeps after five pages): for the scans of
@@ -72,9 +72,9 @@ import Testing
     private static func likeScans(
         _ tx: any FeedTransaction, _ name: String, _ sql: String, _ arguments: [DatabaseValue]
     ) throws -> (set: Bool?, probe: Bool?) {
-        _ = try tx.fetch("SET LOCAL plan_cache_mode = force_generic_plan", [])
-        _ = try tx.fetch("PREPARE " + name + " AS " + sql, [])
-        defer { _ = try? tx.fetch("DEALLOCATE " + name, []) }
+        _ = try tx.userStatements.fetch("SET LOCAL plan_cache_mode = force_generic_plan", [])
+        _ = try tx.userStatements.fetch("PREPARE " + name + " AS " + sql, [])
+        defer { _ = try? tx.userStatements.fetch("DEALLOCATE " + name, []) }
         // `EXECUTE` takes no bound parameters: the arguments are this test's own constants (integers and an id made of
         // letters and digits), written as literals.
         let literals = arguments.map { value -> String in
@@ -84,7 +84,7 @@ import Testing
             default: return "NULL"
             }
         }
-        let lines = try tx.fetch(
+        let lines = try tx.userStatements.fetch(
             "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE " + name + " (" + literals.joined(separator: ", ") + ")", []
         ).compactMap { $0.first?.text }
         var set: Bool?
@@ -133,8 +133,8 @@ import Testing
             // Posts 259 … 210: the viewer likes those below its count.
             let cursor = FeedCursor(createdAtMillis: 260_000, sequence: 0)
             let expected = (210..<min(count, 260)).reversed().map { "p\($0)" }
-            let byKey = try db.backend.readOnce { tx in try tx.feedPage(viewerKey: key, before: cursor, limit: 50) }
-            let byID = try db.backend.readOnce { tx in try tx.feedPage(viewerID: "viewer\(count)", before: cursor, limit: 50) }
+            let byKey = try db.backend.readOnce { tx in try tx.feedPage(for: .key(key), before: cursor, limit: 50).rows }
+            let byID = try db.backend.readOnce { tx in try tx.feedPage(for: .id("viewer\(count)"), before: cursor, limit: 50) }
             #expect(byKey.map(\.post.id) == (210..<260).reversed().map { "p\($0)" })
             #expect(byKey.filter(\.liked).map(\.post.id) == expected, "viewer with \(count) likes")
             #expect(byID.rows == byKey)
@@ -177,6 +177,6 @@ import Testing
         }
         #expect(failures.withLock { $0 } == [])
         #expect(try Self.userCounts(db) == [[.text("a"), .integer(0)], [.text("b"), .integer(0)]])
-        #expect(try db.backend.read { tx in try tx.invariantViolations() }.isEmpty)
+        #expect(try db.backend.read { tx in try tx.maintenance.invariantViolations() }.isEmpty)
     }
 }

@@ -95,6 +95,8 @@ struct CLIError: Error, Sendable, Hashable {
             "\(error). Start again to follow the new file."
         case .schemaNewer(let database, let binary):
             "the database's schema version \(database) is newer than this feedsync (up to \(binary)). Upgrade feedsync."
+        case .unknownEventKind:
+            "\(error). Upgrade feedsync to read it."
         case .unknownMigration, .migrationChanged:
             "\(error). Use the feedsync that wrote this database."
         case .userNotFound(let id): describe(FeedError.userNotFound(id))

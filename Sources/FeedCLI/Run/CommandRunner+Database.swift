@@ -141,8 +141,8 @@ struct StatusReport: Sendable, Hashable {
 
     /// Reads the report from `backend`; the counts in one read transaction.
     init(_ backend: any FeedBackend) throws {
-        path = backend.location
-        self.backend = backend.backendName
+        path = backend.traits.location
+        self.backend = backend.traits.name
         let schema = try backend.schemaStatus()
         schemaVersion = schema.databaseVersion
         binarySchemaVersion = schema.binaryVersion
@@ -152,7 +152,7 @@ struct StatusReport: Sendable, Hashable {
             return
         }
         counts = try backend.read { tx in
-            let counts = try tx.counts()
+            let counts = try tx.maintenance.counts()
             return Counts(
                 users: counts.users, posts: counts.posts, likes: counts.likes, events: counts.events, lastSeq: try tx.lastSeq())
         }

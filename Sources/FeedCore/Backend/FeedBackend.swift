@@ -11,17 +11,10 @@ internal import Foundation
 /// the closures they are given, and never hold a lock of theirs while running `afterCommit`'s caller-visible work
 /// other than the one that orders commits (see ``write(_:afterCommit:)``).
 package protocol FeedBackend: AnyObject, Sendable {
-    /// Where the database is, fit to print: a file path, `:memory:`, or a URL **without its password**.
-    var location: String { get }
-    /// The database file's path for a file-backed SQLite database; `nil` otherwise.
-    var filePath: String? { get }
-    /// Which backend this is: `SQLite` or `PostgreSQL`.
-    var backendName: String { get }
+    /// What this backend is: its name, location, and the facts the domain plans by.
+    var traits: FeedBackendTraits { get }
     /// Where the backend reports reconnects and retried writes, for the service's logger.
     var notices: BackendNotices { get }
-    /// Whether another process or machine can commit to this database: `false` only for an in-memory SQLite
-    /// database, which has nothing for ``makeChangeWatch(watchFiles:)`` to watch.
-    var othersCanWrite: Bool { get }
 
     /// Runs `body` in one write transaction and commits it; rolls back and rethrows when `body` throws.
     ///
@@ -60,13 +53,6 @@ package protocol FeedBackend: AnyObject, Sendable {
     /// from there would wait for itself).
     var isWritingOnCurrentThread: Bool { get }
 
-    /// How many write transactions can do useful work at once: SQLite 1 (one writer per database file); PostgreSQL
-    /// 2, or 1 with a single pooled connection (`min(2, maximumConnections)`): while one batch appends its events
-    /// and waits for its commit's WAL flush, the next does its row work; more at once would each pay a flush of their
-    /// own, serialized on the event-log head. The domain's group commit runs up to this many batches at once,
-    /// grouping callers only beyond it.
-    var concurrentWriteTransactions: Int { get }
-
     /// The schema versions: the database's, this binary's, and the migrations the database still needs.
     func schemaStatus() throws -> SchemaStatus
 
@@ -91,6 +77,30 @@ package protocol FeedBackend: AnyObject, Sendable {
 
     /// Closes every connection; later calls fail.
     func close()
+}
+
+/// What a backend is, in one value: the facts the domain reads, fixed for the backend's life.
+package struct FeedBackendTraits: Sendable, Hashable {
+    /// Which backend this is: `SQLite` or `PostgreSQL`.
+    package let name: String
+    /// Where the database is, fit to print: a file path, `:memory:`, or a URL **without its password**.
+    package let location: String
+    /// Whether another process or machine can commit to this database: `false` only for an in-memory SQLite
+    /// database, which has nothing for ``FeedBackend/makeChangeWatch(watchFiles:)`` to watch.
+    package let othersCanWrite: Bool
+    /// How many write transactions can do useful work at once: SQLite 1 (one writer per database file); PostgreSQL
+    /// 2, or 1 with a single pooled connection (`min(2, maximumConnections)`): while one batch appends its events
+    /// and waits for its commit's WAL flush, the next does its row work; more at once would each pay a flush of their
+    /// own, serialized on the event-log head. The domain's group commit runs up to this many batches at once,
+    /// grouping callers only beyond it.
+    package let concurrentWriteTransactions: Int
+
+    package init(name: String, location: String, othersCanWrite: Bool, concurrentWriteTransactions: Int) {
+        self.name = name
+        self.location = location
+        self.othersCanWrite = othersCanWrite
+        self.concurrentWriteTransactions = concurrentWriteTransactions
+    }
 }
 
 /// A database's schema versions.

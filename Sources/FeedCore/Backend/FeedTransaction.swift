@@ -1,6 +1,6 @@
 package import Foundation
 
-/// One transaction (or snapshot) on a FeedSync database: every read and write the domain makes.
+/// One transaction (or snapshot) on a FeedSync database: every read and write the domain's core makes.
 ///
 /// Handed to the closures of ``FeedBackend/write(_:afterCommit:)`` and ``FeedBackend/read(_:)``; valid only while
 /// the closure runs, on its thread (it is not `Sendable`). In a read transaction the writing methods fail with
@@ -21,13 +21,11 @@ package protocol FeedTransaction: AnyObject {
     func post(id: String) throws -> Post?
     /// Every user, ordered by id.
     func allUsers() throws -> [User]
-    /// One feed page: posts older than `cursor` (newest first), with whether the viewer likes each.
-    func feedPage(viewerKey: Int64?, before cursor: FeedCursor?, limit: Int) throws -> [FeedRow]
-    /// One feed page for a viewer known by id, and the viewer's key: ``userKey(for:)`` then
-    /// ``feedPage(viewerKey:before:limit:)`` — or, on a backend where each statement is a round trip (PostgreSQL),
-    /// both in one statement.
-    /// - Throws: `userNotFound` when `viewerID` names no user.
-    func feedPage(viewerID: String, before cursor: FeedCursor?, limit: Int) throws -> (viewerKey: Int64, rows: [FeedRow])
+    /// One feed page: up to `limit` posts older than `cursor` (newest first; all when `limit < 0`), with whether the
+    /// viewer likes each, and the viewer's key (`nil` for ``FeedViewer/anonymous``). A viewer known by id is looked
+    /// up with the page: in the page's own statement on a backend where each statement is a round trip (PostgreSQL).
+    /// - Throws: `userNotFound` when ``FeedViewer/id(_:)`` names no user.
+    func feedPage(for viewer: FeedViewer, before cursor: FeedCursor?, limit: Int) throws -> (viewerKey: Int64?, rows: [FeedRow])
 
     // MARK: Likes
 
@@ -35,8 +33,6 @@ package protocol FeedTransaction: AnyObject {
     func likeExists(userKey: Int64, postKey: Int64) throws -> Bool
     /// The ids of the posts the user likes.
     func likedPostIDs(userKey: Int64) throws -> Set<String>
-    /// Every like as a pair of ids.
-    func allLikes() throws -> Set<LikePair>
 
     // MARK: The event log
 
@@ -61,7 +57,7 @@ package protocol FeedTransaction: AnyObject {
     /// others go on. Any other failure throws, and what the call wrote is then undone only by rolling back (the
     /// caller runs each unit in its own ``savepoint(_:)`` to isolate one). Events are appended after the units' row
     /// changes, as ``appendEvent(kind:userID:postID:likeCount:at:)`` requires; the call may be made again in the same transaction when the
-    /// backend runs one write transaction at a time (``FeedBackend/concurrentWriteTransactions`` is 1).
+    /// backend runs one write transaction at a time (``FeedBackendTraits/concurrentWriteTransactions`` is 1).
     ///
     /// SQLite applies the commands one statement at a time on its single writer; PostgreSQL applies the whole call
     /// in one statement (one round trip), locking the posts in key order before any like so that calls never
@@ -71,10 +67,6 @@ package protocol FeedTransaction: AnyObject {
     func events(after seq: Int64, limit: Int?) throws -> [EventRecord]
     /// The last seq ever assigned (0 when none), pruned events included.
     func lastSeq() throws -> Int64
-    /// The last seq of an event committed before `date`, or `nil`.
-    func lastSeq(before date: Date) throws -> Int64?
-    /// Deletes events with `seq <= seq`; returns how many.
-    func pruneEvents(through seq: Int64) throws -> Int
     /// How far the log can replay the tables (pruning and bulk loads).
     func replayBaseline() throws -> ReplayBaseline
 
@@ -91,44 +83,20 @@ package protocol FeedTransaction: AnyObject {
     /// Records a rebuild: the subscriber's state reflects the tables as of `seq` and the bulk loads through
     /// `bulkGeneration`.
     func markSubscriberRebuilt(_ name: String, through seq: Int64, bulkGeneration: Int64, at time: Date) throws
-    /// Removes a subscriber's cursor.
-    func removeSubscriberCursor(for name: String) throws
-    /// Every subscriber's cursor.
-    func subscriberCursors() throws -> [String: Int64]
-
-    // MARK: Whole-database
-
-    /// Row counts.
-    func counts() throws -> FeedCounts
-    /// The database's integrity and FeedSync's invariants: empty when everything holds.
-    func invariantViolations() throws -> [InvariantViolation]
 
     /// Runs `body` inside a savepoint: when it throws, only its changes are rolled back and the error is rethrown;
     /// the transaction goes on.
     func savepoint<T>(_ body: () throws -> T) throws -> T
-
-    // MARK: Your own tables
-
-    /// Runs one statement of yours in this transaction (for durable-subscriber effects that must commit with the
-    /// cursor): placeholders are `$1`, `$2`, … on every backend; every value is bound, never interpolated.
-    ///
-    /// - Returns: the number of rows changed.
-    @discardableResult
-    func execute(_ sql: String, _ arguments: [DatabaseValue]) throws -> Int
-    /// Runs one query of yours in this transaction and returns its rows.
-    func fetch(_ sql: String, _ arguments: [DatabaseValue]) throws -> [[DatabaseValue]]
 }
 
-extension FeedTransaction {
-    /// The viewer's key, then the page: two statements, for backends where a statement is cheap (SQLite).
-    package func feedPage(viewerID: String, before cursor: FeedCursor?, limit: Int) throws -> (viewerKey: Int64, rows: [FeedRow]) {
-        guard let key = try userKey(for: viewerID) else { throw StorageError.userNotFound(viewerID) }
-        return (key, try feedPage(viewerKey: key, before: cursor, limit: limit))
-    }
-
-    /// Runs one statement with no arguments.
-    @discardableResult
-    package func execute(_ sql: String) throws -> Int { try execute(sql, []) }
+/// Whose feed page: nobody's, or a user's known by key (cached) or by id.
+package enum FeedViewer: Sendable, Hashable {
+    /// No viewer: every post shows as not liked.
+    case anonymous
+    /// A user whose key is known.
+    case key(Int64)
+    /// A user known by id, looked up with the page.
+    case id(String)
 }
 
 /// Row counts of a FeedSync database.

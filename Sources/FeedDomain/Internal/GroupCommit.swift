@@ -5,7 +5,7 @@ internal import Synchronization
 /// Group commit for like commands: callers that overlap share one write transaction.
 ///
 /// Each caller adds a **unit** (its commands, which must commit or fail together). Up to
-/// ``FeedBackend/concurrentWriteTransactions`` callers at once — one on SQLite, two on PostgreSQL — find a free slot
+/// ``FeedBackendTraits/concurrentWriteTransactions`` callers at once — one on SQLite, two on PostgreSQL — find a free slot
 /// and become **leaders**; a caller that finds every slot taken queues its unit and waits. A leader runs its own unit
 /// and every queued one (up to ``maximumBatch``) in one write transaction through one
 /// ``FeedTransaction/applyLikes(_:)`` call, commits, hands the committed range of events to the sequencer while it
@@ -125,14 +125,14 @@ final class GroupCommit: Sendable {
     private let queueState = Locked(Queue())
     private let backend: any FeedBackend
     private let sequencer: EventSequencer
-    /// How many batches may run at once: the backend's ``FeedBackend/concurrentWriteTransactions``.
+    /// How many batches may run at once: the backend's ``FeedBackendTraits/concurrentWriteTransactions``.
     private let slots: Int
     /// Whether batches keep out of each other's posts (``Queue/busyPosts``): only when several run at once.
     private var separatesPosts: Bool { slots > 1 }
 
     init(backend: any FeedBackend, sequencer: EventSequencer) {
         self.backend = backend
-        self.slots = max(1, backend.concurrentWriteTransactions)
+        self.slots = max(1, backend.traits.concurrentWriteTransactions)
         self.sequencer = sequencer
     }
 
@@ -308,7 +308,7 @@ final class GroupCommit: Sendable {
         .storage(
             .database(
                 DatabaseFailure(
-                    backend: backend.backendName, code: "misuse",
+                    backend: backend.traits.name, code: "misuse",
                     message: "a command or catchUp() was run from inside a write transaction on the same thread (for "
                         + "example a transactional handler); write through the transaction you were given")))
     }

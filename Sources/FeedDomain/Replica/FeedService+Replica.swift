@@ -12,17 +12,12 @@ extension FeedService {
         guard let identity = replicaIdentity.withLock({ $0 }) else { return nil }
         do {
             return try backend.read { tx in
-                let tables = ReplicaTables(tx, identity: identity, now: date.now)
-                let counts = try tables.counts()
-                let row = try tx.fetch("SELECT synced_seq, last_sync_at, last_error FROM replica_state WHERE id = 1", [])[0]
-                let rejected = try tx.fetch(
-                    "SELECT number, rejected FROM replica_mutations WHERE rejected IS NOT NULL ORDER BY number DESC LIMIT 20", []
-                ).map { SyncRejection(number: $0[0].integer ?? 0, reason: $0[1].text ?? "") }
+                let progress = try ReplicaTables(tx, identity: identity, now: date.now).store.replicaProgress(recentRejections: 20)
                 return ReplicaStatus(
                     replicaOf: Self.redacted(identity.source), user: identity.userID, clientID: identity.clientID,
-                    pendingChanges: counts.pending, rejectedChanges: counts.rejected, lastSyncedSeq: row[0].integer ?? 0,
-                    lastSyncAt: row[1].integer.map { Date(timeIntervalSince1970: Double($0) / 1000) }, lastError: row[2].text,
-                    recentRejections: rejected)
+                    pendingChanges: progress.pending, rejectedChanges: progress.rejected, lastSyncedSeq: progress.cursor.syncedSeq ?? 0,
+                    lastSyncAt: progress.lastSyncAt, lastError: progress.lastError,
+                    recentRejections: progress.recentRejections.map { SyncRejection(number: $0.number, reason: $0.reason) })
             }
         } catch {
             throw FeedError.wrap(error)
@@ -43,17 +38,11 @@ extension FeedService {
         try validateID(clientID, field: "client id")
         try checkOpen()
         guard replicaIdentity.withLock({ $0 }) == nil else {
-            throw FeedError.invalidValue(field: "database", value: backend.location, reason: "it is a replica already")
+            throw FeedError.invalidValue(field: "database", value: backend.traits.location, reason: "it is a replica already")
         }
         let identity = ReplicaIdentity(source: source, userID: userID, clientID: clientID)
         _ = try commit(value: nil, command: "replica init") { tx, _ in
-            let counts = try tx.counts()
-            guard counts.users == 0, counts.posts == 0, counts.events == 0 else {
-                throw StorageError.constraintViolation(field: "database", reason: "a replica starts empty; this database has data")
-            }
-            try tx.execute(
-                "INSERT INTO replica_state (id, source, user_id, client_id) VALUES (1, $1, $2, $3)",
-                [.text(source), .text(userID), .text(clientID)])
+            try ReplicaTables(tx, identity: identity, now: date.now).store.startReplica(identity)
         }
         replicaIdentity.withLock { $0 = identity }
     }
@@ -73,7 +62,7 @@ extension FeedService {
         for command in commands { _ = try replicaActing(as: command.userID) }
         let now = date.now
         return try commit(value: commands.count == 1 ? commands[0].postID : nil, command: "perform") { tx, events in
-            let tables = ReplicaTables(tx, identity: replica, now: now)
+            let tables = try ReplicaTables(tx, identity: replica, now: now)
             for command in commands { try tables.keepBase(of: command.postID) }
             let outcomes: [LikeOutcome]
             switch try tx.applyLikes([LikeUnit(operations: commands, at: now)])[0] {
@@ -96,16 +85,15 @@ extension FeedService {
     // MARK: - Steps of a sync
 
     /// The pending mutations not yet acknowledged, oldest first, and the replica's cursor.
-    func replicaOutbox(limit: Int) throws(FeedError) -> (identity: ReplicaIdentity, cursor: ReplicaTables.Cursor, mutations: [SyncMutation])
-    {
+    func replicaOutbox(limit: Int) throws(FeedError) -> (identity: ReplicaIdentity, cursor: ReplicaCursor, mutations: [SyncMutation]) {
         try checkOpen()
         guard let identity = replicaIdentity.withLock({ $0 }) else {
-            throw FeedError.invalidValue(field: "database", value: backend.location, reason: "not a replica")
+            throw FeedError.invalidValue(field: "database", value: backend.traits.location, reason: "not a replica")
         }
         do {
             return try backend.read { tx in
-                let tables = ReplicaTables(tx, identity: identity, now: date.now)
-                let cursor = try tables.cursor()
+                let tables = try ReplicaTables(tx, identity: identity, now: date.now)
+                let cursor = try tables.store.replicaCursor()
                 return (identity, cursor, try tables.pending(after: cursor.pushedThrough, limit: limit))
             }
         } catch {
@@ -118,9 +106,9 @@ extension FeedService {
     func applyPushResponse(_ response: PushResponse, identity: ReplicaIdentity) throws(FeedError) {
         let now = date.now
         _ = try commit(value: nil, command: "sync push") { tx, events in
-            let tables = ReplicaTables(tx, identity: identity, now: now)
+            let tables = try ReplicaTables(tx, identity: identity, now: now)
             events += try tables.reject(response.rejected)
-            try tables.recordPush(through: response.lastMutation)
+            try tables.store.recordPush(through: response.lastMutation)
         }
     }
 
@@ -132,8 +120,8 @@ extension FeedService {
     func applyPullStep(_ response: PullResponse, after cursor: Int64?, identity: ReplicaIdentity) throws(FeedError) -> Bool {
         let now = date.now
         return try commit(value: nil, command: "sync pull") { tx, events in
-            let tables = ReplicaTables(tx, identity: identity, now: now)
-            guard try tables.cursor().syncedSeq == cursor else { return false }
+            let tables = try ReplicaTables(tx, identity: identity, now: now)
+            guard try tables.store.replicaCursor().syncedSeq == cursor else { return false }
             if let snapshot = response.snapshot {
                 for user in snapshot.users { events += try tables.addUser(id: user.id, name: user.name, createdAt: user.createdAt) }
                 for post in snapshot.posts {
@@ -163,8 +151,10 @@ extension FeedService {
                 let state = confirmed[postID]
                 events += try tables.reconcile(postID, confirmedLiked: state?.liked, confirmedCount: state?.count)
             }
+            // A snapshot page that is not the last leaves the cursor (and the queue) as they were.
+            if response.nextSnapshot != nil { return true }
             if let number = response.lastMutation { events += try tables.confirm(through: number) }
-            try tables.recordPull(through: response.through, bulkGeneration: response.bulkGeneration)
+            try tables.store.recordPull(through: response.through, bulkGeneration: response.bulkGeneration, at: now)
             return true
         }
     }
@@ -181,7 +171,7 @@ extension FeedService {
     /// Records why the last sync failed (shown by ``replicaStatus()``), or clears it.
     func recordSyncError(_ message: String?) {
         _ = try? backend.write(
-            { tx in try tx.execute("UPDATE replica_state SET last_error = $1 WHERE id = 1", [message.map { .text($0) } ?? .null]) },
+            { tx in try tx.replicaStore?.recordSyncError(message) },
             afterCommit: { _ in })
     }
 

@@ -34,14 +34,13 @@ extension FeedService {
         }
         do {
             return try backend.read { tx in
-                let state = try Self.clientState(request.clientID, in: tx)
+                let state = try tx.syncSource.syncClient(request.clientID)
                 if let owner = state?.userID, owner != userID { throw SourceRefusal.anotherUser }
                 var rejected: [SyncRejection] = []
                 if let first = request.mutations.first?.number, let highest = request.mutations.last?.number {
-                    let rows = try tx.fetch(
-                        "SELECT mutation, reason FROM sync_rejections WHERE client_id = $1 AND mutation BETWEEN $2 AND $3 ORDER BY mutation",
-                        [.text(request.clientID), .integer(first), .integer(highest)])
-                    rejected = rows.map { SyncRejection(number: $0[0].integer ?? 0, reason: $0[1].text ?? "") }
+                    rejected = try tx.syncSource.syncRejections(clientID: request.clientID, numbers: first...highest).map {
+                        SyncRejection(number: $0.number, reason: $0.reason)
+                    }
                 }
                 return PushResponse(lastMutation: max(last, state?.lastMutation ?? 0), rejected: rejected)
             }
@@ -56,20 +55,14 @@ extension FeedService {
     /// client's highest handled number afterwards.
     private func applyPushRun(_ run: [SyncMutation], clientID: String, userID: String) throws(SyncError) -> Int64 {
         let now = date.now
-        let millis = Self.millis(now)
         do {
             return try commit(value: nil, command: "sync push") { tx, events in
-                try tx.execute(
-                    "INSERT INTO sync_clients (client_id, user_id, updated_at) VALUES ($1, $2, $3) ON CONFLICT (client_id) DO NOTHING",
-                    [.text(clientID), .text(userID), .integer(millis)])
-                // The row lock (PostgreSQL) orders two pushes of one client: the second sees the first's numbers.
-                let rows = try tx.fetch(
-                    "UPDATE sync_clients SET updated_at = $2 WHERE client_id = $1 RETURNING user_id, last_mutation",
-                    [.text(clientID), .integer(millis)])
-                guard let row = rows.first, row[0].text == userID else {
+                let source = tx.syncSource
+                let client = try source.claimSyncClient(clientID, userID: userID, at: now)
+                guard client.userID == userID else {
                     throw StorageError.constraintViolation(field: "client id", reason: "belongs to another user")
                 }
-                let handled = row[1].integer ?? 0
+                let handled = client.lastMutation
                 guard try tx.userKey(for: userID) != nil else { throw StorageError.userNotFound(userID) }
                 let fresh = run.filter { $0.number > handled }
                 guard let highest = fresh.last?.number else { return handled }
@@ -102,7 +95,7 @@ extension FeedService {
                 } else {
                     // Posts are never deleted, so the ones found here stay found: the likes of known posts then go
                     // as one unit (one statement on PostgreSQL), and the others are rejected.
-                    let known = try Self.existingPosts(Set(valid.map(\.postID)), in: tx)
+                    let known = try source.existingPostIDs(valid.map(\.postID))
                     for mutation in valid where !known.contains(mutation.postID) {
                         rejected.append((mutation.number, FeedError.postNotFound(mutation.postID).description))
                     }
@@ -116,14 +109,9 @@ extension FeedService {
                         }
                     }
                 }
-                for (number, reason) in rejected {
-                    try tx.execute(
-                        "INSERT INTO sync_rejections (client_id, mutation, reason, at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-                        [.text(clientID), .integer(number), .text(reason), .integer(millis)])
-                }
-                try tx.execute(
-                    "UPDATE sync_clients SET last_mutation = $2, last_mutation_seq = $3 WHERE client_id = $1",
-                    [.text(clientID), .integer(highest), .integer(try tx.lastSeq())])
+                try source.recordSyncRejections(
+                    rejected.map { SyncRejectionRecord(number: $0.0, reason: $0.1) }, clientID: clientID, at: now)
+                try source.recordSyncHandled(clientID: clientID, through: highest, lastSeq: try tx.lastSeq())
                 return highest
             }
         } catch {
@@ -146,87 +134,91 @@ extension FeedService {
         do {
             return try backend.read { tx in
                 guard let viewerKey = try tx.userKey(for: userID) else { throw SourceRefusal.unknownUser }
-                let client = try Self.clientState(request.clientID, in: tx)
+                let client = try tx.syncSource.syncClient(request.clientID)
                 if let owner = client?.userID, owner != userID { throw SourceRefusal.anotherUser }
                 let baseline = try tx.replayBaseline()
                 let head = try tx.lastSeq()
+                if let snapshot = request.snapshot {
+                    guard (0...head).contains(snapshot.through), snapshot.bulkGeneration >= 0 else { throw SourceRefusal.badSnapshot }
+                    return try Self.snapshotPage(at: snapshot, viewerKey: viewerKey, client: client, head: head, limit: limit, in: tx)
+                }
                 let position = request.after.map { SubscriberPosition(lastSeq: $0, bulkGeneration: request.bulkGeneration) }
                 if let position, position.lastSeq <= head, baseline.rebuildPoint(for: position) == nil {
-                    let events = try tx.events(after: position.lastSeq, limit: limit)
-                    let through = events.last?.seq ?? position.lastSeq
+                    let events = try tx.syncSource.syncEvents(after: position.lastSeq, limit: limit)
+                    let through = events.last?.record.seq ?? position.lastSeq
                     let confirmed = client.flatMap { $0.lastMutationSeq <= through ? $0.lastMutation : nil }
                     return PullResponse(
-                        changes: try events.map { try Self.change(for: $0, viewer: userID, in: tx) }, snapshot: nil, resync: false,
+                        changes: events.map { Self.change(for: $0, viewer: userID) }, snapshot: nil, resync: false,
                         through: through, bulkGeneration: baseline.bulkGeneration, hasMore: events.count == limit,
                         lastMutation: confirmed.flatMap { $0 > 0 ? $0 : nil })
                 }
-                let users = try tx.allUsers().map { SyncSnapshot.User(id: $0.id, name: $0.name, createdAt: Self.millis($0.createdAt)) }
-                let rows = try tx.feedPage(viewerKey: viewerKey, before: nil, limit: Int(Int32.max))
-                let posts = rows.reversed().map { row in
-                    SyncSnapshot.Post(
-                        id: row.post.id, authorID: row.post.authorID, body: row.post.body,
-                        createdAt: Self.millis(row.post.createdAt), likeCount: row.post.likeCount, liked: row.liked)
-                }
-                return PullResponse(
-                    changes: [], snapshot: SyncSnapshot(users: users, posts: posts), resync: request.after != nil,
-                    through: head, bulkGeneration: baseline.bulkGeneration, hasMore: false,
-                    lastMutation: client.flatMap { $0.lastMutation > 0 ? $0.lastMutation : nil })
+                let start = SyncSnapshotPosition(through: head, bulkGeneration: baseline.bulkGeneration, resync: request.after != nil)
+                return try Self.snapshotPage(at: start, viewerKey: viewerKey, client: client, head: head, limit: limit, in: tx)
             }
         } catch SourceRefusal.anotherUser {
             throw .clientOfAnotherUser(clientID: request.clientID)
         } catch SourceRefusal.unknownUser {
             throw .unknownUser(userID)
+        } catch SourceRefusal.badSnapshot {
+            throw .invalidRequest("the snapshot position is not one this source gave")
         } catch {
             throw SyncError.wrap(FeedError.wrap(error))
         }
     }
 
+    /// One page of a snapshot: up to `limit` users after the position's, then (once every user was sent) posts after
+    /// its post — two statements at most, whatever the source's size.
+    private static func snapshotPage(
+        at position: SyncSnapshotPosition, viewerKey: Int64, client: SyncClientRecord?, head: Int64, limit: Int,
+        in tx: any FeedTransaction
+    ) throws -> PullResponse {
+        var next = position
+        var users: [SyncSnapshot.User] = []
+        if !position.usersDone {
+            let page = try tx.syncSource.snapshotUsers(after: position.userAfter, limit: limit)
+            users = page.map { SyncSnapshot.User(id: $0.id, name: $0.name, createdAt: millis($0.createdAt)) }
+            next.userAfter = page.last?.id ?? position.userAfter
+            next.usersDone = page.count < limit
+        }
+        var posts: [SyncSnapshot.Post] = []
+        var done = false
+        if next.usersDone {
+            let room = limit - users.count
+            let rows = room > 0 ? try tx.syncSource.snapshotPosts(viewerKey: viewerKey, after: position.postAfter, limit: room) : []
+            posts = rows.map { row in
+                SyncSnapshot.Post(
+                    id: row.post.id, authorID: row.post.authorID, body: row.post.body, createdAt: millis(row.post.createdAt),
+                    likeCount: row.post.likeCount, liked: row.liked)
+            }
+            next.postAfter = rows.last.map { FeedCursor(after: $0.post) } ?? position.postAfter
+            done = rows.count < room
+        }
+        // The last page confirms the mutations whose effect the snapshot's seq includes; later pages may show more,
+        // which the log's replay from that seq confirms.
+        let confirmed = done ? client.flatMap { $0.lastMutationSeq <= position.through ? $0.lastMutation : nil } : nil
+        return PullResponse(
+            changes: [], snapshot: SyncSnapshot(users: users, posts: posts), resync: position.resync, through: position.through,
+            bulkGeneration: position.bulkGeneration, hasMore: !done || head > position.through,
+            lastMutation: confirmed.flatMap { $0 > 0 ? $0 : nil }, nextSnapshot: done ? nil : next)
+    }
+
     // MARK: - Helpers
 
     private enum SourceRefusal: Error {
-        case anotherUser, unknownUser
-    }
-
-    private struct ClientState {
-        let userID: String
-        let lastMutation: Int64
-        let lastMutationSeq: Int64
-    }
-
-    private static func clientState(_ clientID: String, in tx: any FeedTransaction) throws -> ClientState? {
-        let rows = try tx.fetch(
-            "SELECT user_id, last_mutation, last_mutation_seq FROM sync_clients WHERE client_id = $1", [.text(clientID)])
-        guard let row = rows.first else { return nil }
-        return ClientState(userID: row[0].text ?? "", lastMutation: row[1].integer ?? 0, lastMutationSeq: row[2].integer ?? 0)
-    }
-
-    /// Which of `ids` name a post, asked a hundred at a time with one statement text (unused places repeat an id).
-    private static func existingPosts(_ ids: Set<String>, in tx: any FeedTransaction) throws -> Set<String> {
-        let chunk = 100
-        let sql = "SELECT id FROM posts WHERE id IN (" + (1...chunk).map { "$\($0)" }.joined(separator: ", ") + ")"
-        var found = Set<String>()
-        let all = ids.sorted()
-        for start in stride(from: 0, to: all.count, by: chunk) {
-            let slice = all[start..<min(start + chunk, all.count)]
-            let arguments = (0..<chunk).map { DatabaseValue.text(slice[slice.startIndex + min($0, slice.count - 1)]) }
-            for row in try tx.fetch(sql, arguments) { if let id = row[0].text { found.insert(id) } }
-        }
-        return found
+        case anotherUser, unknownUser, badSnapshot
     }
 
     /// How the replica's user sees one event of the source.
-    private static func change(for record: EventRecord, viewer: String, in tx: any FeedTransaction) throws -> SyncChange {
-        let event = record.seen(by: viewer)
+    private static func change(for source: SyncSourceEvent, viewer: String) -> SyncChange {
+        let event = source.record.seen(by: viewer)
         let at = millis(event.at)
         switch event.kind {
         case .userCreated:
-            let name = try tx.fetch("SELECT name FROM users WHERE id = $1", [.text(event.userID)]).first?[0].text ?? ""
-            return SyncChange(seq: event.seq, kind: .user, userID: event.userID, name: name, at: at)
+            return SyncChange(seq: event.seq, kind: .user, userID: event.userID, name: source.userName ?? "", at: at)
         case .postCreated:
-            let post = try tx.post(id: event.postID ?? "")
             return SyncChange(
-                seq: event.seq, kind: .post, userID: event.userID, postID: event.postID, body: post?.body ?? "",
-                likeCount: post == nil ? nil : 0, at: at)
+                seq: event.seq, kind: .post, userID: event.userID, postID: event.postID, body: source.postBody ?? "",
+                likeCount: source.postBody == nil ? nil : 0, at: at)
         case .liked, .unliked:
             // Only the viewer's own: another user's like is a count change once seen by the viewer.
             return SyncChange(

@@ -1,3 +1,4 @@
+internal import FeedCore
 internal import Foundation
 
 /// Syncs a replica with its source: pushes the queue, then pulls until caught up ( ``sync()`` ), or keeps doing so
@@ -21,8 +22,10 @@ public final class ReplicaSync: Sendable {
     public let transport: any SyncTransport
     /// How transient failures are retried.
     public let retry: RetryPolicy
-    /// Mutations per push, changes per pull step.
+    /// Mutations per push.
     public let batchSize: Int
+    /// Changes, or snapshot rows, per pull step.
+    public let pullSize: Int
 
     /// How a request that failed transiently is retried.
     public struct RetryPolicy: Sendable, Hashable {
@@ -64,13 +67,15 @@ public final class ReplicaSync: Sendable {
     ///
     /// - Throws: ``SyncError/notAReplica`` when the database is not a replica.
     public init(
-        replica: FeedService, transport: any SyncTransport, retry: RetryPolicy = .standard, batchSize: Int = 1_000
+        replica: FeedService, transport: any SyncTransport, retry: RetryPolicy = .standard, batchSize: Int = 1_000,
+        pullSize: Int = SyncProtocol.maximumPullSize
     ) throws(SyncError) {
         guard replica.replicaIdentity.withLock({ $0 }) != nil else { throw .notAReplica }
         self.replica = replica
         self.transport = transport
         self.retry = retry
         self.batchSize = min(max(1, batchSize), SyncProtocol.maximumPushSize)
+        self.pullSize = min(max(1, pullSize), SyncProtocol.maximumPullSize)
     }
 
     /// Pushes every pending mutation, then pulls until the replica reflects the source's head.
@@ -138,16 +143,19 @@ public final class ReplicaSync: Sendable {
             report.pushed += outbox.mutations.count
             report.rejected += response.rejected.count
         }
+        var snapshot: SyncSnapshotPosition?
         while true {
             let outbox = try await onReplica { () throws(FeedError) in try self.replica.replicaOutbox(limit: 0) }
             let request = PullRequest(
                 clientID: outbox.identity.clientID, after: outbox.cursor.syncedSeq, bulkGeneration: outbox.cursor.bulkGeneration,
-                limit: SyncProtocol.maximumPullSize)
+                limit: pullSize, snapshot: snapshot)
             let response = try await retrying { () async throws(SyncError) in try await transport.pull(request) }
             try Self.checkVersion(response.version)
             let applied = try await onReplica { () throws(FeedError) in
                 try self.replica.applyPullStep(response, after: request.after, identity: outbox.identity)
             }
+            // The snapshot's next page, or (when another sync moved the cursor meanwhile) a fresh start.
+            snapshot = applied ? response.nextSnapshot : nil
             if applied {
                 report.pulled += response.changes.count + (response.snapshot?.posts.count ?? 0)
                 report.resynced = report.resynced || response.resync

@@ -1,3 +1,5 @@
+public import FeedCore
+
 /// The messages of the replica protocol: what a replica sends its source and what it gets back.
 ///
 /// Every message is `Codable` and carries the protocol ``SyncProtocol/version``; a transport moves them as values
@@ -5,11 +7,12 @@
 /// The acting user is never in a message: the server mounting ``SyncEndpoint`` passes the user it authenticated.
 public enum SyncProtocol {
     /// The version this build speaks. A message of another version is refused with
-    /// ``SyncError/unsupportedVersion(_:)``.
-    public static let version = 1
+    /// ``SyncError/unsupportedVersion(_:)``. Version 2 sends a snapshot in pages (``SyncSnapshotPosition``); a
+    /// replica of version 1, which expects a snapshot in one answer, is refused and must be upgraded.
+    public static let version = 2
     /// The most mutations one push may carry.
     public static let maximumPushSize = 1_000
-    /// The most changes one pull step returns.
+    /// The most changes, or snapshot rows (users and posts), one pull step returns.
     public static let maximumPullSize = 10_000
 }
 
@@ -103,16 +106,56 @@ public struct PullRequest: Sendable, Hashable, Codable {
     public var after: Int64?
     /// The source's bulk-load generation the replica's state includes (from the last response).
     public var bulkGeneration: Int64
-    /// The most changes to return (at most ``SyncProtocol/maximumPullSize``; the default when `nil`).
+    /// The most changes, or snapshot rows, to return (at most ``SyncProtocol/maximumPullSize``; 1,000 when `nil`).
     public var limit: Int?
+    /// Where the snapshot being sent stands: the previous answer's ``PullResponse/nextSnapshot``, to get its next
+    /// page; `nil` otherwise.
+    public var snapshot: SyncSnapshotPosition?
 
     /// Creates a pull of this build's version.
-    public init(clientID: String, after: Int64?, bulkGeneration: Int64 = 0, limit: Int? = nil, version: Int = SyncProtocol.version) {
+    public init(
+        clientID: String, after: Int64?, bulkGeneration: Int64 = 0, limit: Int? = nil, snapshot: SyncSnapshotPosition? = nil,
+        version: Int = SyncProtocol.version
+    ) {
         self.version = version
         self.clientID = clientID
         self.after = after
         self.bulkGeneration = bulkGeneration
         self.limit = limit
+        self.snapshot = snapshot
+    }
+}
+
+/// Where a snapshot sent in pages stands: the source's seq it is taken at, and the last user and post sent.
+///
+/// Users come first (by id), then posts (oldest first). Each page is read at its own moment, so a later page may
+/// already show changes after ``through``; the replica's next pull replays the log from ``through``, and as every
+/// change carries absolute values (a like, a count), the replica ends equal to the source.
+public struct SyncSnapshotPosition: Sendable, Hashable, Codable {
+    /// The source's last seq when the snapshot began: the replica's cursor once the last page is applied.
+    public var through: Int64
+    /// The source's bulk-load generation when the snapshot began.
+    public var bulkGeneration: Int64
+    /// Whether the snapshot replaces a cursor the source could not serve.
+    public var resync: Bool
+    /// The id of the last user sent; `nil` before the first.
+    public var userAfter: String?
+    /// Whether every user was sent, so pages carry posts.
+    public var usersDone: Bool
+    /// The position of the last post sent; `nil` before the first.
+    public var postAfter: FeedCursor?
+
+    /// Creates a position.
+    public init(
+        through: Int64, bulkGeneration: Int64, resync: Bool, userAfter: String? = nil, usersDone: Bool = false,
+        postAfter: FeedCursor? = nil
+    ) {
+        self.through = through
+        self.bulkGeneration = bulkGeneration
+        self.resync = resync
+        self.userAfter = userAfter
+        self.usersDone = usersDone
+        self.postAfter = postAfter
     }
 }
 
@@ -166,7 +209,7 @@ public struct SyncChange: Sendable, Hashable, Codable {
     }
 }
 
-/// Everything a replica's user sees of the source at one seq: sent to a new replica, and instead of changes to one
+/// A page of everything a replica's user sees of the source: sent to a new replica, and instead of changes to one
 /// whose cursor the source can no longer serve from its log (pruned, or behind a bulk load).
 public struct SyncSnapshot: Sendable, Hashable, Codable {
     /// A user as a replica sees it.
@@ -200,9 +243,9 @@ public struct SyncSnapshot: Sendable, Hashable, Codable {
         }
     }
 
-    /// Every user, ordered by id.
+    /// This page's users, ordered by id.
     public var users: [User]
-    /// Every post, oldest first.
+    /// This page's posts, oldest first.
     public var posts: [Post]
 
     /// Creates a snapshot.
@@ -226,17 +269,21 @@ public struct PullResponse: Sendable, Hashable, Codable {
     public var through: Int64
     /// The source's bulk-load generation the step includes.
     public var bulkGeneration: Int64
-    /// Whether more changes follow `through` already.
+    /// Whether more follows: the snapshot's next page, or changes after `through`.
     public var hasMore: Bool
     /// The highest mutation number of this client whose effect is in the state through ``through``; `nil` when the
     /// source has applied none, or the last one it applied lies after `through`.
     public var lastMutation: Int64?
+    /// Set on a snapshot page that is not the last: ask again with it (``PullRequest/snapshot``). The replica's
+    /// cursor stays where it was until the last page.
+    public var nextSnapshot: SyncSnapshotPosition?
 
     /// Creates a response of this build's version.
     public init(
         changes: [SyncChange], snapshot: SyncSnapshot?, resync: Bool, through: Int64, bulkGeneration: Int64,
-        hasMore: Bool, lastMutation: Int64?, version: Int = SyncProtocol.version
+        hasMore: Bool, lastMutation: Int64?, nextSnapshot: SyncSnapshotPosition? = nil, version: Int = SyncProtocol.version
     ) {
+        self.nextSnapshot = nextSnapshot
         self.version = version
         self.changes = changes
         self.snapshot = snapshot

@@ -5,7 +5,7 @@ extension FeedService {
     func log(_ kind: FeedLogEvent.Kind, _ level: FeedLogEvent.Level, _ message: String, _ fields: [String: String] = [:]) {
         guard let logger = configuration.logger else { return }
         var fields = fields
-        fields["location"] = backend.location
+        fields["location"] = backend.traits.location
         logger(FeedLogEvent(kind: kind, level: level, message: message, fields: fields))
     }
 

@@ -25,15 +25,14 @@ extension FeedService {
             return try backend.readOnce { tx in
                 // One statement: autocommit gives it one consistent snapshot. A viewer whose key is not cached yet
                 // is looked up in the page's statement where the backend can (PostgreSQL: one round trip).
-                let rows: [FeedRow]
-                switch (viewerID, viewerID.flatMap(cachedViewerKey)) {
-                case (let viewerID?, nil):
-                    let page = try tx.feedPage(viewerID: viewerID, before: cursor, limit: limit)
-                    rememberViewerKey(page.viewerKey, for: viewerID)
-                    rows = page.rows
-                case (_, let key):
-                    rows = try tx.feedPage(viewerKey: key, before: cursor, limit: limit)
-                }
+                let viewer: FeedViewer =
+                    switch (viewerID, viewerID.flatMap(cachedViewerKey)) {
+                    case (nil, _): .anonymous
+                    case (_, let key?): .key(key)
+                    case (let viewerID?, nil): .id(viewerID)
+                    }
+                let (viewerKey, rows) = try tx.feedPage(for: viewer, before: cursor, limit: limit)
+                if case .id(let viewerID) = viewer, let viewerKey { rememberViewerKey(viewerKey, for: viewerID) }
                 let next = rows.count == limit ? rows.last.map { FeedCursor(after: $0.post) } : nil
                 return FeedPage(viewerID: viewerID, rows: rows, nextCursor: next)
             }
@@ -108,9 +107,9 @@ extension FeedService {
         do {
             let schema = try backend.schemaStatus()
             return try backend.read { tx in
-                let counts = try tx.counts()
+                let counts = try tx.maintenance.counts()
                 return FeedStatus(
-                    path: backend.location, backend: backend.backendName,
+                    path: backend.traits.location, backend: backend.traits.name,
                     schemaVersion: schema.databaseVersion,
                     binarySchemaVersion: schema.binaryVersion,
                     pendingMigrations: schema.pending.count,
@@ -128,7 +127,7 @@ extension FeedService {
         defer { noteQuery(#function, since: started) }
         try checkOpen()
         do {
-            return try backend.read { tx in try tx.invariantViolations() }
+            return try backend.read { tx in try tx.maintenance.invariantViolations() }
         } catch {
             throw FeedError.wrap(error)
         }

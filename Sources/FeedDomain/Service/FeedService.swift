@@ -72,7 +72,7 @@ public final class FeedService: Sendable {
             let last = try backend.readOnce { tx in try tx.lastSeq() }
             bridge.sequencer.setBaseline(last)
             // A database of an older schema opened without migrating has no replica table: it is no replica.
-            let identity = try? backend.readOnce { tx in try ReplicaTables.identity(in: tx) }
+            let identity = try? backend.readOnce { tx in try tx.replicaStore?.replicaIdentity() }
             replicaIdentity.withLock { $0 = identity ?? nil }
             attachDeliveryLog()
         } catch {

@@ -63,7 +63,7 @@ extension FeedService {
     public func pruneEvents(through seq: Int64) throws(FeedError) -> Int {
         try checkOpen()
         do {
-            return try backend.write({ tx in try tx.pruneEvents(through: seq) }, afterCommit: { _ in })
+            return try backend.write({ tx in try tx.maintenance.pruneEvents(through: seq) }, afterCommit: { _ in })
         } catch {
             throw FeedError.wrap(error)
         }
@@ -76,8 +76,8 @@ extension FeedService {
         do {
             return try backend.write(
                 { tx in
-                    guard let seq = try tx.lastSeq(before: date) else { return 0 }
-                    return try tx.pruneEvents(through: seq)
+                    guard let seq = try tx.maintenance.lastSeq(before: date) else { return 0 }
+                    return try tx.maintenance.pruneEvents(through: seq)
                 }, afterCommit: { _ in })
         } catch {
             throw FeedError.wrap(error)

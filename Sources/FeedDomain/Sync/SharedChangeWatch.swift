@@ -27,7 +27,7 @@ final class SharedChangeWatch: Sendable {
             state.users += 1
             guard state.feed == nil, !state.closed else { return nil }
             let backend = service.backend
-            if !backend.othersCanWrite { return nil }
+            if !backend.traits.othersCanWrite { return nil }
             let feed = ChangeFeed(service: service)
             // A feed that stops by itself (its file was replaced) ends the service's runs with the reason.
             let errors = feed.errors.sink { [weak service] error in

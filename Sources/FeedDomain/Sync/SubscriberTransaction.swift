@@ -22,12 +22,12 @@ public import FeedCore
 /// })
 /// ```
 public final class SubscriberTransaction {
-    private let transaction: any FeedTransaction
+    private let statements: any FeedUserStatements
     /// The first statement that failed; the pass fails with it when the handler returns.
     private(set) var failure: (any Error)?
 
     init(_ transaction: any FeedTransaction) {
-        self.transaction = transaction
+        self.statements = transaction.userStatements
     }
 
     /// Runs one statement (or, with no arguments, a script of several) in the subscriber's transaction.
@@ -37,14 +37,14 @@ public final class SubscriberTransaction {
     ///   with it.
     @discardableResult
     public func execute(_ sql: String, _ arguments: [DatabaseValue] = []) throws -> Int {
-        try recording { try transaction.execute(sql, arguments) }
+        try recording { try statements.execute(sql, arguments) }
     }
 
     /// Runs one query in the subscriber's transaction and returns its rows.
     ///
     /// - Throws: ``StorageError``; the pass fails with it.
     public func fetch(_ sql: String, _ arguments: [DatabaseValue] = []) throws -> [[DatabaseValue]] {
-        try recording { try transaction.fetch(sql, arguments) }
+        try recording { try statements.fetch(sql, arguments) }
     }
 
     private func recording<T>(_ body: () throws -> T) throws -> T {

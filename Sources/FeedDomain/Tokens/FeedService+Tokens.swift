@@ -37,19 +37,15 @@ extension FeedService {
         try checkOpen()
         try validateID(userID, field: "user id")
         try validate(label, field: "token label", Validation.checkName)
-        let millis = Self.millis(date.now)
+        let now = date.now
         return try commit(value: userID, command: "issueToken") { tx, _ in
             guard try tx.userKey(for: userID) != nil else { throw StorageError.userNotFound(userID) }
             // 48 random bits per id: a taken one is drawn again (as is its secret), and never in practice twice.
             for _ in 0..<8 {
                 let issued = Self.newToken(userID: userID)
-                let inserted = try tx.execute(
-                    """
-                    INSERT INTO api_tokens (id, user_id, token_hash, label, created_at) VALUES ($1, $2, $3, $4, $5)
-                    ON CONFLICT DO NOTHING
-                    """,
-                    [.text(issued.id), .text(userID), .text(Self.tokenHash(issued.token)), .text(label), .integer(millis)])
-                if inserted == 1 { return issued }
+                if try tx.tokens.insertToken(id: issued.id, userID: userID, hash: Self.tokenHash(issued.token), label: label, at: now) {
+                    return issued
+                }
             }
             throw StorageError.constraintViolation(field: "token id", reason: "no free token id was drawn")
         }
@@ -62,12 +58,10 @@ extension FeedService {
         try checkOpen()
         do {
             return try backend.readOnce { tx in
-                try tx.fetch("SELECT id, user_id, label, created_at, revoked_at FROM api_tokens ORDER BY created_at, id", [])
-                    .map { row in
-                        TokenInfo(
-                            id: row[0].text ?? "", userID: row[1].text ?? "", label: row[2].text ?? "",
-                            createdAt: Self.date(millis: row[3].integer ?? 0), revokedAt: row[4].integer.map(Self.date(millis:)))
-                    }
+                try tx.tokens.tokens().map { token in
+                    TokenInfo(
+                        id: token.id, userID: token.userID, label: token.label, createdAt: token.createdAt, revokedAt: token.revokedAt)
+                }
             }
         } catch {
             throw FeedError.wrap(error)
@@ -87,11 +81,8 @@ extension FeedService {
             throw FeedError.invalidValue(
                 field: "token id", value: "", reason: "a token id is \(Self.tokenIDLength) lowercase hex digits, as 'token list' shows")
         }
-        let millis = Self.millis(date.now)
-        return try commit(value: id, command: "revokeToken") { tx, _ in
-            try tx.execute(
-                "UPDATE api_tokens SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL", [.text(id), .integer(millis)]) == 1
-        }
+        let now = date.now
+        return try commit(value: id, command: "revokeToken") { tx, _ in try tx.tokens.revokeToken(id: id, at: now) }
     }
 
     /// The user a token acts as: `nil` for a malformed, unknown or revoked token.
@@ -107,15 +98,12 @@ extension FeedService {
         let hash = Self.tokenHash(token)
         do {
             return try backend.readOnce { tx in
-                try tx.fetch(Self.authenticationQuery, [.text(hash), .text(id)]).first?[0].text
+                try tx.tokens.tokenUser(hash: hash, id: id)
             }
         } catch {
             throw FeedError.wrap(error)
         }
     }
-
-    /// The one statement of ``authenticate(token:)``: `$1` the hash, `$2` the id; a search of the unique index.
-    static let authenticationQuery = "SELECT user_id FROM api_tokens WHERE token_hash = $1 AND id = $2 AND revoked_at IS NULL"
 
     // MARK: - Token text
 
@@ -185,6 +173,4 @@ extension FeedService {
         }
         return String(decoding: output, as: UTF8.self)
     }
-
-    private static func date(millis: Int64) -> Date { Date(timeIntervalSince1970: Double(millis) / 1000) }
 }

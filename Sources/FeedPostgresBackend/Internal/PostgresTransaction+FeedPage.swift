@@ -82,7 +82,15 @@ extension PostgresTransaction {
         return statements[bucket]
     }
 
-    func feedPage(viewerKey: Int64?, before cursor: FeedCursor?, limit: Int) throws -> [FeedRow] {
+    func feedPage(for viewer: FeedViewer, before cursor: FeedCursor?, limit: Int) throws -> (viewerKey: Int64?, rows: [FeedRow]) {
+        switch viewer {
+        case .anonymous: (nil, try feedPage(viewerKey: nil, before: cursor, limit: limit))
+        case .key(let key): (key, try feedPage(viewerKey: key, before: cursor, limit: limit))
+        case .id(let id): try feedPage(viewerID: id, before: cursor, limit: limit)
+        }
+    }
+
+    private func feedPage(viewerKey: Int64?, before cursor: FeedCursor?, limit: Int) throws -> [FeedRow] {
         let after = cursor ?? FeedCursor(createdAtMillis: .max, sequence: .max)
         // SQLite reads a negative LIMIT as no limit; PostgreSQL reads NULL so.
         let limitValue: DatabaseValue = limit < 0 ? .null : .integer(Int64(limit))
@@ -98,7 +106,8 @@ extension PostgresTransaction {
         }
     }
 
-    func feedPage(viewerID: String, before cursor: FeedCursor?, limit: Int) throws -> (viewerKey: Int64, rows: [FeedRow]) {
+    /// The page and the viewer's key in one statement (one round trip).
+    private func feedPage(viewerID: String, before cursor: FeedCursor?, limit: Int) throws -> (viewerKey: Int64?, rows: [FeedRow]) {
         let after = cursor ?? FeedCursor(createdAtMillis: .max, sequence: .max)
         let limitValue: DatabaseValue = limit < 0 ? .null : .integer(Int64(limit))
         let result = try run(

@@ -34,19 +34,6 @@ extension PostgresTransaction {
         try run("SELECT like_count FROM posts WHERE post_key = $1", [.integer(postKey)]).scalarInt64.map(Int.init)
     }
 
-    func allLikes() throws -> Set<LikePair> {
-        let result = try run(
-            """
-            SELECT u.id, p.id FROM likes l
-            JOIN users u ON u.user_key = l.user_key JOIN posts p ON p.post_key = l.post_key
-            """)
-        var pairs = Set<LikePair>(minimumCapacity: result.rowCount)
-        for row in 0..<result.rowCount {
-            pairs.insert(LikePair(userID: result.string(row, 0) ?? "", postID: result.string(row, 1) ?? ""))
-        }
-        return pairs
-    }
-
     /// The whole batch in one statement: `feedsync_like_results` (migration 0008) locks the batch's posts, then its
     /// users, in key order, applies each unit (in a subtransaction when there are several), appends the events last,
     /// and returns one result per operation. With one unit, its failure fails the statement — and so the

@@ -43,32 +43,29 @@ extension PostgresTransaction {
         let result = try run(
             "SELECT seq, kind, user_id, post_id, like_count, at FROM events WHERE seq > $1 ORDER BY seq LIMIT $2",
             [.integer(seq), limitValue])
-        return (0..<result.rowCount).map { row in
-            EventRecord(
-                seq: result.int64(row, 0) ?? 0, kind: EventKind(rawValue: result.string(row, 1) ?? "") ?? .liked,
-                userID: result.string(row, 2) ?? "", postID: result.string(row, 3), likeCount: result.int64(row, 4).map(Int.init),
-                at: date(millis: result.int64(row, 5) ?? 0))
-        }
+        return try (0..<result.rowCount).map { row in try decodeEvent(result, row: row) }
+    }
+
+    /// The event in columns 0–5 of `row` (`seq, kind, user_id, post_id, like_count, at`).
+    ///
+    /// - Throws: ``StorageError/unknownEventKind(kind:seq:schemaVersion:)`` for a kind this binary does not know.
+    func decodeEvent(_ result: PostgresResult, row: Int) throws(StorageError) -> EventRecord {
+        let seq = result.int64(row, 0) ?? 0
+        let stored = result.string(row, 1) ?? ""
+        guard let kind = EventKind(rawValue: stored) else { throw try unknownKind(stored, seq: seq) }
+        return EventRecord(
+            seq: seq, kind: kind, userID: result.string(row, 2) ?? "", postID: result.string(row, 3),
+            likeCount: result.int64(row, 4).map(Int.init), at: date(millis: result.int64(row, 5) ?? 0))
+    }
+
+    /// The error for an event of a kind this binary does not know, naming the database's schema version.
+    private func unknownKind(_ kind: String, seq: Int64) throws(StorageError) -> StorageError {
+        let version = try run("SELECT coalesce(max(version), 0) FROM schema_migrations").scalarInt64 ?? 0
+        return .unknownEventKind(kind: kind, seq: seq, schemaVersion: Int(version))
     }
 
     func lastSeq() throws -> Int64 {
         try run("SELECT last_seq FROM event_log_head WHERE id = 1").scalarInt64 ?? 0
-    }
-
-    func lastSeq(before date: Date) throws -> Int64? {
-        try run("SELECT max(seq) FROM events WHERE at < $1", [.integer(millis(date))]).scalarInt64
-    }
-
-    /// Deletes events with `seq <= seq`, keeping the newest event as the SQLite backend does (so both backends count
-    /// the same rows after pruning; here the head would keep seqs from being reused anyway), and records the mark.
-    func pruneEvents(through seq: Int64) throws -> Int {
-        try requireWritable()
-        let newest = try lastSeq()
-        let limit = min(seq, newest - 1)
-        guard limit > 0 else { return 0 }
-        let deleted = try run("DELETE FROM events WHERE seq <= $1", [.integer(limit)]).changedRows
-        try run("UPDATE log_state SET pruned_through = greatest(pruned_through, $1) WHERE id = 1", [.integer(limit)])
-        return deleted
     }
 
     func replayBaseline() throws -> ReplayBaseline {
@@ -131,20 +128,6 @@ extension PostgresTransaction {
             ON CONFLICT (name) DO UPDATE
             SET last_seq = excluded.last_seq, updated_at = excluded.updated_at, bulk_generation = excluded.bulk_generation
             """, [.text(name), .integer(seq), .integer(millis(time)), .integer(bulkGeneration)])
-    }
-
-    func removeSubscriberCursor(for name: String) throws {
-        try requireWritable()
-        try run("DELETE FROM subscriber_cursors WHERE name = $1", [.text(name)])
-    }
-
-    func subscriberCursors() throws -> [String: Int64] {
-        let result = try run("SELECT name, last_seq FROM subscriber_cursors")
-        var cursors: [String: Int64] = [:]
-        for row in 0..<result.rowCount {
-            if let name = result.string(row, 0) { cursors[name] = result.int64(row, 1) ?? 0 }
-        }
-        return cursors
     }
 
 }

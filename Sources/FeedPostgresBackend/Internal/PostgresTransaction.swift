@@ -72,6 +72,17 @@ final class PostgresTransaction: FeedTransaction {
         }
     }
 
+    /// Runs a script of statements through the simple query protocol (nothing bound).
+    func runScript(_ sql: String) throws(StorageError) -> PostgresResult {
+        precondition(isValid, "API Violation: a FeedTransaction used after its closure returned")
+        do {
+            return try connection.executeScript(sql)
+        } catch {
+            if inTransaction, !error.beforeSending, abortingFailure == nil { abortingFailure = error }
+            throw error.storageError(location: location)
+        }
+    }
+
     func requireWritable() throws(StorageError) {
         precondition(isValid, "API Violation: a FeedTransaction used after its closure returned")
         guard access == .write || access == .autocommit else { throw .readOnly(path: location) }
@@ -154,24 +165,6 @@ final class PostgresTransaction: FeedTransaction {
         }
     }
 
-    // MARK: - Whole-database
-
-    func counts() throws -> FeedCounts {
-        let result = try run(
-            """
-            SELECT (SELECT count(*) FROM users), (SELECT count(*) FROM posts), (SELECT count(*) FROM likes),
-                   (SELECT count(*) FROM events)
-            """)
-        return FeedCounts(
-            users: Int(result.int64(0, 0) ?? 0), posts: Int(result.int64(0, 1) ?? 0), likes: Int(result.int64(0, 2) ?? 0),
-            events: Int(result.int64(0, 3) ?? 0))
-    }
-
-    func invariantViolations() throws -> [InvariantViolation] {
-        try PostgresInvariantChecker(run: { sql, parameters throws(StorageError) in try self.run(sql, parameters, prepared: false) })
-            .violations()
-    }
-
     func savepoint<T>(_ body: () throws -> T) throws -> T {
         precondition(isValid, "API Violation: a FeedTransaction used after its closure returned")
         // Outside a transaction every statement is its own; there is nothing to roll back to.
@@ -209,26 +202,5 @@ final class PostgresTransaction: FeedTransaction {
             // rolls back the whole transaction.
             if abortingFailure == nil { abortingFailure = error }
         }
-    }
-
-    // MARK: - Your own tables
-
-    func execute(_ sql: String, _ arguments: [DatabaseValue]) throws -> Int {
-        // Statements that change rows belong in write transactions, as on SQLite: a read (or a connection outside
-        // any transaction) refuses them before sending anything.
-        try requireWritable()
-        guard arguments.isEmpty else { return try run(sql, arguments, prepared: false).changedRows }
-        // No values to bind: the simple query protocol, which runs a script of several statements, as SQLite does.
-        precondition(isValid, "API Violation: a FeedTransaction used after its closure returned")
-        do {
-            return try connection.executeScript(sql).changedRows
-        } catch {
-            if inTransaction, !error.beforeSending, abortingFailure == nil { abortingFailure = error }
-            throw error.storageError(location: location)
-        }
-    }
-
-    func fetch(_ sql: String, _ arguments: [DatabaseValue]) throws -> [[DatabaseValue]] {
-        try run(sql, arguments, prepared: false).rows()
     }
 }

@@ -7,10 +7,11 @@ internal import FeedSQLite
 extension FeedStore: FeedBackend {
     public var location: String { path ?? ":memory:" }
 
-    public var filePath: String? { path }
+    /// One writer per database file; only a file has other processes that can write it.
+    package var traits: FeedBackendTraits {
+        FeedBackendTraits(name: "SQLite", location: location, othersCanWrite: path != nil, concurrentWriteTransactions: 1)
+    }
 
-    public var backendName: String { "SQLite" }
-    package var othersCanWrite: Bool { filePath != nil }
     /// SQLite has no connection to lose and retries nothing (a busy database waits in its busy handler): nothing is
     /// posted here.
     package var notices: BackendNotices { noticeSink }
@@ -54,9 +55,6 @@ extension FeedStore: FeedBackend {
     }
 
     public var isWritingOnCurrentThread: Bool { database.isWritingOnCurrentThread }
-
-    /// 1: SQLite has one writer per database file.
-    public var concurrentWriteTransactions: Int { 1 }
 
     public func schemaStatus() throws -> SchemaStatus {
         try unsafeRead { db in

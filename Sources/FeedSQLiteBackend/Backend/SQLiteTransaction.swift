@@ -55,8 +55,17 @@ public final class SQLiteTransaction: FeedTransaction {
         try UserRepository(connection).all()
     }
 
-    public func feedPage(viewerKey: Int64?, before cursor: FeedCursor?, limit: Int) throws -> [FeedRow] {
-        try PostRepository(connection).feedPage(viewerKey: viewerKey, before: cursor, limit: limit)
+    /// A viewer known by id costs a lookup of its key first: a statement is cheap here (no round trip).
+    package func feedPage(for viewer: FeedViewer, before cursor: FeedCursor?, limit: Int) throws -> (viewerKey: Int64?, rows: [FeedRow]) {
+        let key: Int64?
+        switch viewer {
+        case .anonymous: key = nil
+        case .key(let known): key = known
+        case .id(let id):
+            guard let found = try userKey(for: id) else { throw StorageError.userNotFound(id) }
+            key = found
+        }
+        return (key, try PostRepository(connection).feedPage(viewerKey: key, before: cursor, limit: limit))
     }
 
     // MARK: - Likes
@@ -81,10 +90,6 @@ public final class SQLiteTransaction: FeedTransaction {
         try PostRepository(connection).likeCount(postKey: postKey)
     }
 
-    public func allLikes() throws -> Set<LikePair> {
-        try LikeRepository(connection).allPairs()
-    }
-
     // MARK: - The event log
 
     public func appendEvent(kind: EventKind, userID: String, postID: String?, likeCount: Int?, at time: Date) throws -> EventRecord {
@@ -97,14 +102,6 @@ public final class SQLiteTransaction: FeedTransaction {
 
     public func lastSeq() throws -> Int64 {
         try EventLog(connection).lastSeq()
-    }
-
-    public func lastSeq(before date: Date) throws -> Int64? {
-        try EventLog(connection).lastSeq(before: date)
-    }
-
-    public func pruneEvents(through seq: Int64) throws -> Int {
-        try EventLog(connection).prune(through: seq)
     }
 
     public func replayBaseline() throws -> ReplayBaseline {
@@ -125,91 +122,9 @@ public final class SQLiteTransaction: FeedTransaction {
         try SubscriberCursorRepository(connection).markRebuilt(name, through: seq, bulkGeneration: bulkGeneration, at: time)
     }
 
-    public func removeSubscriberCursor(for name: String) throws {
-        try SubscriberCursorRepository(connection).removeCursor(for: name)
-    }
-
-    public func subscriberCursors() throws -> [String: Int64] {
-        try SubscriberCursorRepository(connection).all()
-    }
-
     // MARK: - Whole-database
-
-    public func counts() throws -> FeedCounts {
-        FeedCounts(
-            users: try UserRepository(connection).count(), posts: try PostRepository(connection).count(),
-            likes: try LikeRepository(connection).count(), events: try EventLog(connection).count())
-    }
-
-    public func invariantViolations() throws -> [InvariantViolation] {
-        try InvariantChecker(connection).violations()
-    }
 
     public func savepoint<T>(_ body: () throws -> T) throws -> T {
         try connection.mapErrors { try connection.savepoint { _ in try body() } }
-    }
-
-    // MARK: - Your own tables
-
-    @discardableResult
-    public func execute(_ sql: String, _ arguments: [DatabaseValue]) throws -> Int {
-        if arguments.isEmpty {
-            // No values to bind: the text may hold several statements (a script), run in order.
-            try connection.mapErrors { try connection.execute(sql) }
-            return connection.changes
-        }
-        return try connection.mapErrors {
-            let statement = try statement(for: sql)
-            try statement.bind(numbered: arguments.map(Self.bindable))
-            while try statement.step() {}
-            return connection.changes
-        }
-    }
-
-    /// The most statements the connection's cache may hold for SQL passed to ``execute(_:_:)`` and ``fetch(_:_:)``
-    /// to be cached too; FeedSync's own are about fifty.
-    static let cachedStatementLimit = 256
-
-    /// A prepared statement for SQL of yours: from the connection's cache (a replica's and a handler's statements are
-    /// a few fixed texts, run again and again), unless the cache is full — then prepared for this call only, so SQL
-    /// built anew for each call can never grow the cache without end.
-    private func statement(for sql: String) throws(SQLiteError) -> Statement {
-        guard connection.cachedStatementCount < Self.cachedStatementLimit else { return try connection.makeStatement(sql) }
-        let statement = try connection.cachedStatement(sql)
-        statement.reset()
-        return statement
-    }
-
-    public func fetch(_ sql: String, _ arguments: [DatabaseValue]) throws -> [[DatabaseValue]] {
-        try connection.mapErrors {
-            let statement = try statement(for: sql)
-            try statement.bind(numbered: arguments.map(Self.bindable))
-            var rows: [[DatabaseValue]] = []
-            while try statement.step() {
-                let row = statement.row
-                rows.append((0..<row.count).map { Self.value(row.value(at: $0)) })
-            }
-            return rows
-        }
-    }
-
-    private static func bindable(_ value: DatabaseValue) -> any SQLiteBindable {
-        switch value {
-        case .null: SQLiteValue.null
-        case .integer(let value): value
-        case .real(let value): value
-        case .text(let value): value
-        case .blob(let bytes): Data(bytes)
-        }
-    }
-
-    private static func value(_ value: SQLiteValue) -> DatabaseValue {
-        switch value {
-        case .null: .null
-        case .integer(let value): .integer(value)
-        case .real(let value): .real(value)
-        case .text(let value): .text(value)
-        case .blob(let data): .blob([UInt8](data))
-        }
     }
 }

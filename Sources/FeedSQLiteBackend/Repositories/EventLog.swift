@@ -45,7 +45,7 @@ public struct EventLog {
         try db.mapErrors {
             try db.cachedStatement(
                 "SELECT seq, kind, user_id, post_id, like_count, at FROM events WHERE seq > ? ORDER BY seq LIMIT ?"
-            ).forEachRow(seq, limit ?? -1) { row in try body(Self.decode(row)) }
+            ).forEachRow(seq, limit ?? -1) { row in try body(decode(row)) }
         }
     }
 
@@ -121,10 +121,20 @@ public struct EventLog {
         try db.mapErrors { try db.fetchInt64("SELECT max(seq) FROM events WHERE at < ?", millis(date)) }
     }
 
-    static func decode(_ row: Row) -> EventRecord {
-        EventRecord(
-            seq: row.int64(at: 0),
-            kind: EventKind(rawValue: row.string(at: 1)) ?? .liked,
+    /// The event in `row`.
+    ///
+    /// - Throws: ``StorageError/unknownEventKind(kind:seq:schemaVersion:)`` for a kind this binary does not know,
+    ///   naming the database's schema version (`PRAGMA user_version`).
+    func decode(_ row: Row) throws -> EventRecord {
+        let seq = row.int64(at: 0)
+        let stored = row.string(at: 1)
+        guard let kind = EventKind(rawValue: stored) else {
+            let version = (try? db.fetchInt64("PRAGMA user_version")).flatMap { $0 } ?? 0
+            throw StorageError.unknownEventKind(kind: stored, seq: seq, schemaVersion: Int(version))
+        }
+        return EventRecord(
+            seq: seq,
+            kind: kind,
             userID: row.string(at: 2),
             postID: row.optionalString(at: 3),
             likeCount: row.optionalInt64(at: 4).map(Int.init),

@@ -83,22 +83,6 @@ public struct SubscriberCursorRepository {
         }
     }
 
-    /// Removes a subscriber's cursor.
-    public func removeCursor(for name: String) throws {
-        try db.mapErrors { try db.run("DELETE FROM subscriber_cursors WHERE name = ?", name) }
-    }
-
-    /// Every stored cursor by subscriber name.
-    public func all() throws -> [String: Int64] {
-        try db.mapErrors {
-            var cursors: [String: Int64] = [:]
-            try db.cachedStatement("SELECT name, last_seq FROM subscriber_cursors").forEachRow { row in
-                cursors[row.string(at: 0)] = row.int64(at: 1)
-            }
-            return cursors
-        }
-    }
-
     private static func validate(name: String, seq: Int64) throws {
         guard !name.isEmpty, name.unicodeScalars.count <= 128 else {
             throw StorageError.constraintViolation(field: "subscriber name", reason: "use 1 to 128 characters")

@@ -91,7 +91,7 @@ import Testing
             #expect(status.pendingChanges == 0 && status.rejectedChanges == 0)
             let made = try device.replica.service.firstColumn("SELECT seq FROM sqlite_sequence WHERE name = 'replica_mutations'")
             let applied = try world.source.backend.read { tx in
-                try tx.fetch("SELECT last_mutation FROM sync_clients WHERE client_id = $1", [.text(device.replica.clientID)])
+                try tx.userStatements.fetch("SELECT last_mutation FROM sync_clients WHERE client_id = $1", [.text(device.replica.clientID)])
             }
             #expect(applied.first?.first == made.first ?? .integer(0), "the source handled each of the client's numbers")
         }
