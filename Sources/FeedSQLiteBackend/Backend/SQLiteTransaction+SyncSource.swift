@@ -78,10 +78,10 @@ extension SQLiteTransaction: FeedSyncSource {
         return try connection.mapErrors {
             try connection.fetchAll(
                 """
-                SELECT e.seq, e.kind, e.user_id, e.post_id, e.like_count, e.at, u.name, p.body
+                SELECT e.seq, e.kind, e.user_id, e.post_id, e.like_count, e.at,
+                       CASE WHEN e.kind = 'userCreated' THEN (SELECT u.name FROM users u WHERE u.id = e.user_id) END,
+                       CASE WHEN e.kind = 'postCreated' THEN (SELECT p.body FROM posts p WHERE p.id = e.post_id) END
                 FROM events e
-                LEFT JOIN users u ON e.kind = 'userCreated' AND u.id = e.user_id
-                LEFT JOIN posts p ON e.kind = 'postCreated' AND p.id = e.post_id
                 WHERE e.seq > ? ORDER BY e.seq LIMIT ?
                 """, seq, limit
             ) { row in
