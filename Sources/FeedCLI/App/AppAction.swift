@@ -1,4 +1,4 @@
-/// What a line typed into `feedsync app` asks for (seed 003's `ViewAction`).
+/// What a line typed into `feedsync app` asks for: the view's action.
 enum AppAction: Sendable, Hashable {
     /// `feed`: reload the feed and show it.
     case showFeed

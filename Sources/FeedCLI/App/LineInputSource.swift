@@ -1,7 +1,7 @@
 internal import FeedSync
 internal import Foundation
 
-/// The "view" of seed 003: reads lines from stdin on its own thread and hands each parsed action to its listener
+/// The "view" of `feedsync app`: reads lines from stdin on its own thread and hands each parsed action to its listener
 /// through `send(action:)`; at end of input it finishes the listener's stream.
 ///
 /// The listener is held weakly, as a delegate is: when the app drops its adapter, input stops being delivered.

@@ -1,4 +1,4 @@
-/// A delegate-style listener that receives a view's actions through one method (seed 003's `ViewActionListener`).
+/// A delegate-style listener that receives a view's actions through one method (a view calls it for each user action).
 public protocol ActionListener<Action>: AnyObject {
     /// The actions this listener receives.
     associatedtype Action
@@ -6,7 +6,8 @@ public protocol ActionListener<Action>: AnyObject {
     func send(action: Action)
 }
 
-/// Seed 003's adapter: delegate callbacks become an `AsyncSequence` consumed with `for await`.
+/// An adapter from delegate callbacks to an `AsyncSequence`: a view keeps it as its listener, and the code that handles
+/// the actions consumes them with `for await`.
 ///
 /// Hand the adapter to the action source as its (weak) listener; consume ``actions`` in a task. Actions arrive in
 /// the order they were sent, none dropped. When the adapter is released — its source went away — the stream

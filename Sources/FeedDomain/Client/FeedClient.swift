@@ -1,7 +1,7 @@
 public import FeedDependencies
 public import FeedCore
 
-/// FeedSync's commands and queries as a struct of closures, like seed 001's `APIManager`: the dependency that
+/// FeedSync's commands and queries as a struct of closures, like an app's API client kept as a dependency: the dependency that
 /// projections use, replaceable in tests and previews.
 ///
 /// Its default values come from the `FeedSync` module, which knows the backends (the domain does not):

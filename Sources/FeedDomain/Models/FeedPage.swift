@@ -58,7 +58,7 @@ public struct FeedPage: Sendable, Hashable, Codable {
         try container.encode(nextCursor?.description, forKey: .nextCursor)
     }
 
-    /// The ids of the posts on this page that the viewer likes (seed 004's `likedPostIDs`).
+    /// The ids of the posts on this page that the viewer likes (what the feed shows with ❤️).
     public var likedPostIDs: Set<String> {
         Set(rows.lazy.filter(\.liked).map(\.post.id))
     }

@@ -1,4 +1,4 @@
-/// A like or an unlike, as seed 004's `GlobalEventBridge.likePublisher` carries it.
+/// A like or an unlike, as ``EventBridge/likePublisher`` carries it: which post, and whether it is now liked.
 public enum LikeEvent: Sendable, Hashable {
     /// A post was liked.
     case liked(postID: String)

@@ -2,7 +2,7 @@ internal import FeedDependencies
 internal import FeedPublishers
 public import FeedCore
 
-/// The detail screen of seed 004: one post, whether the viewer likes it, its count, and the like actions.
+/// The detail screen of the feed/detail flow: one post, whether the viewer likes it, its count, and the like actions.
 ///
 /// Like, unlike and toggle run as effects through the `feedClient` dependency and answer with
 /// ``Action/commandResponse(_:)``: the detail's own state is right when ``send(_:)`` returns, and the committed event
@@ -88,7 +88,7 @@ public final class PostDetailProjection: Sendable {
         }
     }
 
-    /// Reads one property of the state (seed 002): `detail(\.liked)`.
+    /// Reads one property of the state through a key path: `detail(\.liked)`.
     public func callAsFunction<Value>(_ keyPath: KeyPath<State, Value>) -> Value {
         loop.current[keyPath: keyPath]
     }

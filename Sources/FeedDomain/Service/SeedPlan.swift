@@ -1,7 +1,7 @@
 internal import FeedCore
 internal import Foundation
 
-/// Deterministic bulk sample data: the benchmark data set of `bench/WORKLOADS.md`, loaded through
+/// Deterministic bulk sample data: the benchmarks' data set (`Docs/Performance.md`, "What is measured"), loaded through
 /// `BulkLoader` (one transaction, reused statements).
 ///
 /// Inputs follow the reference definitions exactly: a 64-bit LCG (`state = state · 6364136223846793005 +

@@ -1,4 +1,4 @@
-/// A wrapper that lets its owner send events, logs each one, and hands outsiders a subscribe-only publisher (seed 004).
+/// A wrapper that lets its owner send events, logs each one, and hands outsiders a subscribe-only publisher.
 ///
 /// The logger runs once per `send`, before delivery, on the sender's thread.
 /// ``publisher()`` returns a sealed ``AnyPublisher``: it holds only a subscribe closure, so

@@ -5,7 +5,7 @@
 /// lack of demand gets only the latest value on its next request (Combine's rules).
 ///
 /// - Note: `CurrentValuePublisher` is a subclass, so `as? CurrentValuePublisher` recovers the
-///   sender from this type (seed 000's design). Hand out ``sealed()`` where that matters.
+///   sender from this type (a subclass that sends, handed out as its read-only superclass). Hand out ``sealed()`` where that matters.
 public class ReadOnlyCurrentValuePublisher<Element: Sendable, Failure: Error>: Publisher, @unchecked Sendable {
     // @unchecked: the only stored state is `core`, a Sendable SubjectCore whose mutable state
     // lives behind its Mutex; the one subclass (final CurrentValuePublisher) adds no stored state.

@@ -5,7 +5,7 @@
 /// `send` returns; a subscriber without demand misses the value.
 ///
 /// - Note: Because `PassthroughPublisher` is a subclass, `as? PassthroughPublisher` on a
-///   `ReadOnlyPassthroughPublisher` reference recovers the sender (seed 000's design). Hand
+///   `ReadOnlyPassthroughPublisher` reference recovers the sender (a subclass that sends, handed out as its read-only superclass). Hand
 ///   out ``sealed()`` (an ``AnyPublisher`` holding only a subscribe closure) where that matters.
 public class ReadOnlyPassthroughPublisher<Element: Sendable, Failure: Error>: Publisher, @unchecked Sendable {
     // @unchecked: the only stored state is `core`, a Sendable SubjectCore whose mutable state
