@@ -39,12 +39,12 @@ import Testing
         _ = try await service.publishCommittedEvents()
         let last = try await service.status().lastSeq
         #expect(last == 7 + 350)
-        #expect(bridge.sequencer.bufferedEvents.most <= 100, "held \(bridge.sequencer.bufferedEvents.most) events")
+        #expect(bridge.bufferedEvents.most <= 100, "held \(bridge.bufferedEvents.most) events")
         try await logged.wait(within: 20, "the fall behind to be logged") { $0.contains { $0.kind == .deliveryFellBehind } }
         gate.signal()
         #expect(await service.waitForDelivery(through: last, timeout: .seconds(60)))
         #expect(received.withLock { $0 } == Array(7...last))
-        #expect(bridge.sequencer.bufferedEvents.now == 0)
+        #expect(bridge.bufferedEvents.now == 0)
         #expect(!logged.values.contains { $0.kind == .deliveryMissedPruned || $0.kind == .deliveryReadFailed })
     }
 

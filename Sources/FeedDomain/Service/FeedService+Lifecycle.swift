@@ -54,7 +54,7 @@ extension FeedService {
     public func close() {
         guard lifecycle.close() else { return }
         sharedWatch.close()
-        bridge.sequencer.detachLog(owner: ObjectIdentifier(self))
+        bridge.fanout.detachLog(owner: ObjectIdentifier(self))
         backend.close()
         log(.serviceClosed, .info, "the service is closed")
     }
@@ -65,7 +65,7 @@ extension FeedService {
     /// Lets the bridge's delivery read from this service's log the events it does not keep in memory (a slow
     /// subscriber held it up); until ``close()``.
     func attachDeliveryLog() {
-        bridge.sequencer.attachLog(
+        bridge.fanout.attachLog(
             EventSequencer.LogSource(
                 owner: ObjectIdentifier(self),
                 read: { [weak self] after, limit in

@@ -1,0 +1,96 @@
+import FeedSync
+import FeedCore
+@testable import FeedDomain
+import FeedPublishers
+import FeedTestSupport
+import Foundation
+import FeedTestThreads
+import Testing
+
+/// No bridge subscriber waits for another: each has a queue and an executor of its own, so a slow one falls behind
+/// alone and still gets every event, in order.
+// Blocks: commands on the test's thread, bounded waits for sinks, a sink that sleeps.
+@Suite(.ownThreads) struct SubscriberIsolationTests {
+    /// A sink that sleeps a second per event delays another sink's p99 latency (arrival minus the moment the command
+    /// returned) by less than 10 ms, and it still gets every event, in order.
+    @Test func aSlowSubscriberDoesNotDelayAFastOne() throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        defer { service.close() }
+        let fast = ArrivalLog()
+        let fastSubscription = service.bridge.changes.sink { fast.arrived($0.seq) }
+        defer { fastSubscription.cancel() }
+
+        let alone = try Self.latencies(of: fast, service: service, likes: 30)
+
+        let slowSeen = Box<[Int64]>([])
+        let slowSubscription = service.bridge.changes.sink { event in
+            Thread.sleep(forTimeInterval: 1)  // the slow subscriber's own work: the point of the test
+            slowSeen.withLock { $0.append(event.seq) }
+        }
+        defer { slowSubscription.cancel() }
+        let first = try service.status().lastSeq + 1
+        let beside = try Self.latencies(of: fast, service: service, likes: 30)
+        let last = try service.status().lastSeq
+
+        let (p99Alone, p99Beside) = (Self.p99(alone), Self.p99(beside))
+        print("fast sink p99: alone \(p99Alone) ms, beside a slow sink \(p99Beside) ms")
+        #expect(alone.count == 30 && beside.count == 30, "a like did not reach the fast sink within 5 s")
+        #expect(p99Beside - p99Alone < 10, "p99 alone \(p99Alone) ms, beside a slow sink \(p99Beside) ms")
+        // The slow one gets all 30 a second apart: bounded well above that.
+        #expect(service.waitForDelivery(through: last, timeout: .seconds(120)))
+        #expect(slowSeen.withLock { $0 } == Array(first...last))
+    }
+
+    /// Toggles `likes` times, each after the fast sink got the previous one, and returns each toggle's latency in
+    /// milliseconds: the fast sink's arrival minus the moment the command returned (0 when it arrived first). A toggle
+    /// that does not arrive within 5 s ends the run early.
+    private static func latencies(of log: ArrivalLog, service: FeedService, likes: Int) throws -> [Double] {
+        var result: [Double] = []
+        for _ in 0..<likes {
+            let seq = try #require(try service.toggle(userID: "user1", postID: "post1").seq)
+            let returned = ContinuousClock.now
+            guard let arrival = log.wait(for: seq, seconds: 5) else { break }
+            let latency = arrival - returned
+            result.append(max(0, Double(latency.components.attoseconds) / 1e15 + Double(latency.components.seconds) * 1e3))
+        }
+        return result
+    }
+
+    /// The 99th percentile (nearest rank); for 30 samples the largest.
+    static func p99(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        guard !sorted.isEmpty else { return .infinity }
+        let rank = Int((0.99 * Double(sorted.count)).rounded(.up)) - 1
+        return sorted[min(max(rank, 0), sorted.count - 1)]
+    }
+}
+
+/// When each seq reached a sink; waits are bounded.
+final class ArrivalLog: Sendable {
+    private let arrivals = Box<[Int64: ContinuousClock.Instant]>([:])
+    private let condition = NSCondition()
+
+    /// Records `seq`'s arrival now.
+    func arrived(_ seq: Int64) {
+        let now = ContinuousClock.now
+        condition.lock()
+        arrivals.withLock { $0[seq] = now }
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// When `seq` arrived, waiting for it at most `seconds`; `nil` if it did not.
+    func wait(for seq: Int64, seconds: Double) -> ContinuousClock.Instant? {
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            if let arrival = arrivals.withLock({ $0[seq] }) { return arrival }
+            if !condition.wait(until: deadline) { return arrivals.withLock { $0[seq] } }
+        }
+    }
+
+    /// The seqs that arrived, in arrival order is not kept: sorted.
+    var seqs: [Int64] { arrivals.withLock { $0.keys.sorted() } }
+}
