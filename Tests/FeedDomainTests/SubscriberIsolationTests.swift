@@ -42,6 +42,102 @@ import Testing
         #expect(slowSeen.withLock { $0 } == Array(first...last))
     }
 
+    /// Four threads commit while subscribers of mixed speeds listen — a fast sink, two slow ones whose queues overflow
+    /// their small bound and read the rest from the log, a like sink, a feed projection, a change stream and a sink
+    /// that cancels itself midway. Nothing stalls (the watchdog fails the test instead of hanging), every subscriber
+    /// gets every event once, in order, the cancelled one nothing after its cancel returned, and the projection ends
+    /// equal to the database.
+    @Test func committersAndSubscribersOfMixedSpeedsNeverStallAndMissNothing() async throws {
+        let dir = TemporaryDirectory()
+        let logged = AsyncLog<FeedLogEvent>()
+        let service = try makeService(
+            at: dir.file("feed.sqlite"), bridge: EventBridge(deliveryLimit: 50), logger: { logged.append($0) })
+        defer { service.close() }
+        let first = try await service.status().lastSeq + 1
+        let watchdog = Watchdog(stallTimeout: .seconds(30))
+        let fast = Box<[Int64]>([])
+        let slow = Box<[Int64]>([])
+        let slower = Box<[Int64]>([])
+        let likes = Box(0)
+        let cancelled = Box<(seqs: [Int64], afterCancel: Bool)>(([], false))
+        let slowWorker = watchdog.register("slow-sink")
+        var subscriptions: [AnyCancellable] = [
+            service.bridge.changes.sink { event in fast.withLock { $0.append(event.seq) } },
+            service.bridge.changes.sink { event in
+                slowWorker.step("slow sink at \(event.seq)")
+                Thread.sleep(forTimeInterval: 0.002)  // a slow subscriber's own work
+                slow.withLock { $0.append(event.seq) }
+            },
+            service.bridge.changes.sink { event in
+                Thread.sleep(forTimeInterval: 0.005)
+                slower.withLock { $0.append(event.seq) }
+            },
+            service.bridge.likePublisher.sink { _ in likes.withLock { $0 += 1 } },
+        ]
+        let selfCancelling = Box<AnyCancellable?>(nil)
+        selfCancelling.withLock {
+            $0 = service.bridge.changes.sink { event in
+                let stop = cancelled.withLock { state -> Bool in
+                    if state.afterCancel { state.afterCancel = false }  // never reset: a delivery after cancel
+                    state.seqs.append(event.seq)
+                    return state.seqs.count == 40
+                }
+                if stop {
+                    selfCancelling.withLock { $0 }?.cancel()
+                    cancelled.withLock { $0.afterCancel = true }
+                }
+            }
+        }
+        let feed = withDependencies {
+            $0.feedClient = .live(service)
+        } operation: {
+            FeedListProjection(viewerID: "user1")
+        }
+        feed.send(.refresh)
+        let stream = Task {
+            var seqs: [Int64] = []
+            for try await batch in service.changes(after: first - 1) {
+                seqs += batch.map(\.seq)
+                if seqs.count >= 400 { break }
+            }
+            return seqs
+        }
+        for thread in 0..<4 {
+            watchdog.spawn("committer-\(thread)") { worker in
+                for i in 0..<100 {
+                    worker.step("toggle #\(i)")
+                    _ = try? service.toggle(userID: "user\(thread % 3 + 1)", postID: "post\((thread + i) % 3 + 1)")
+                }
+            }
+        }
+        if case .stalled(let report) = watchdog.waitForWorkers() {
+            Issue.record(Comment(rawValue: report))
+            Watchdog.abandon([service, feed])
+            return
+        }
+        let last = try await service.status().lastSeq
+        #expect(last == first + 399)
+        // The slowest sink needs about 2 s for 400 events; the bound is wide for a loaded machine.
+        #expect(service.waitForDelivery(through: last, timeout: .seconds(120)), "delivery reached \(service.bridge.lastDeliveredSeq)")
+        #expect(service.bridge.lastDeliveredSeq == last)
+        let all = Array(first...last)
+        #expect(fast.withLock { $0 } == all)
+        #expect(slow.withLock { $0 } == all)
+        #expect(slower.withLock { $0 } == all)
+        #expect(likes.withLock { $0 } == 400)
+        let stopped = cancelled.withLock { $0 }
+        #expect(stopped.seqs == Array(all.prefix(40)) && stopped.afterCancel, "a delivery after cancel returned")
+        #expect(try await value(of: stream, within: 60, "the change stream") == all)
+        // The slow sinks' queues went past their bound and read the rest from the log.
+        #expect(service.bridge.bufferedEvents.most <= 50)
+        #expect(logged.values.contains { $0.kind == .deliveryFellBehind })
+        #expect(!logged.values.contains { $0.kind == .deliveryMissedPruned || $0.kind == .deliveryReadFailed })
+        let truth = try await service.feedPage(viewerID: "user1")
+        #expect(feed(\.posts).map(\.likeCount) == truth.rows.map(\.post.likeCount))
+        #expect(feed(\.likedPostIDs) == Set(truth.rows.filter(\.liked).map(\.post.id)))
+        subscriptions.removeAll()
+    }
+
     /// Toggles `likes` times, each after the fast sink got the previous one, and returns each toggle's latency in
     /// milliseconds: the fast sink's arrival minus the moment the command returned (0 when it arrived first). A toggle
     /// that does not arrive within 5 s ends the run early.
