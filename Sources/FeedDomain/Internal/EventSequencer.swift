@@ -157,7 +157,7 @@ final class EventSequencer: @unchecked Sendable {
 
     /// Hands over the events a transaction of this process appended, once it committed (`events` in seq order);
     /// returns at once. Events committed before them and not submitted yet — other processes' — are delivered first,
-    /// read from the log by the delivering thread unless a local writer's range brings them before it gets there.
+    /// read from the log by each subscriber's queue unless a local writer's range brings them before it gets there.
     func submitCommitted(_ events: [EventRecord]) {
         guard let last = events.last?.seq else { return }
         _ = hand(through: last, committedHere: true) { backlog, limit in backlog.submitCommitted(events, limit: limit) }
