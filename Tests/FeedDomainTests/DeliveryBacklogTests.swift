@@ -48,6 +48,24 @@ import Testing
         #expect(!logged.values.contains { $0.kind == .deliveryMissedPruned || $0.kind == .deliveryReadFailed })
     }
 
+    /// A subscriber's first batch beyond its queue's bound is read from the log from that batch's first seq: nothing
+    /// committed before it subscribed.
+    @Test(arguments: TestBackend.allCases) func aFirstBatchBeyondTheLimitIsReadFromItsOwnStart(on backend: TestBackend) async throws {
+        let dir = TemporaryDirectory()
+        guard let location = try backend.makeLocation(in: dir) else { return }
+        let bridge = EventBridge(deliveryLimit: 10)
+        let service = try makeService(at: location, bridge: bridge)
+        defer { service.close() }
+        let received = Box<[Int64]>([])
+        let subscription = bridge.changes.sink { event in received.withLock { $0.append(event.seq) } }
+        defer { subscription.cancel() }
+        let toggles = Array(repeating: LikeCommand(.toggle, userID: "user2", postID: "post2"), count: 20)
+        _ = try await service.perform(toggles)  // 7...26, one batch beyond the limit
+        #expect(await service.waitForDelivery(through: 26, timeout: .seconds(30)))
+        #expect(received.withLock { $0 } == Array(7...26))
+        #expect(bridge.bufferedEvents.most == 0)
+    }
+
     /// Closing the service ends the events waiting to be read from its log: delivery goes on with later work instead
     /// of waiting for a database that is gone.
     @Test(arguments: TestBackend.allCases) func closingTheServiceEndsTheEventsWaitingToBeReadFromTheLog(

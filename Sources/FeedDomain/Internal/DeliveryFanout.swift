@@ -129,7 +129,7 @@ final class DeliveryFanout: @unchecked Sendable {
         var fellBehind: [Int] = []
         let source = withState { state -> EventSequencer.LogSource? in
             for id in dead { state.queues[id] = nil }
-            for id in state.queues.keys {
+            for id in Array(state.queues.keys) {
                 guard var queue = state.queues[id] else { continue }
                 if append(batch, to: &queue) { fellBehind.append(id) }
                 if !queue.isDraining, queue.isBehind {
@@ -161,9 +161,10 @@ final class DeliveryFanout: @unchecked Sendable {
             return false
         }
         let events = batch.events.drop { $0.seq <= queue.handed }
-        guard !events.isEmpty else { return false }
+        guard let first = events.first?.seq else { return false }
         if source != nil, queue.buffered + events.count > limit {
-            appendRange(after: queue.handed, through: batch.through, to: &queue)
+            // The batch's range starts before its first event (a queue added since the last batch has handed 0).
+            appendRange(after: max(queue.handed, first - 1), through: batch.through, to: &queue)
             defer { queue.fallingBehind = true }
             return !queue.fallingBehind
         }
