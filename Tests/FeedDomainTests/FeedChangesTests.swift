@@ -85,7 +85,7 @@ import Testing
             return (backlog: backlog, calls: calls, seqs: seqs)
         }
         try await receive(1, from: backlogDone, within: 20, "the backlog")
-        // Ten transactions of 500 toggles each; their events reach the consumer's inbox on the delivery executor.
+        // Ten transactions of 500 toggles each; their events reach the consumer's inbox on its bridge queue.
         try await runOnThreads(1, within: 60, "the burst") { _ in
             for _ in 0..<10 {
                 _ = try service.perform(Array(repeating: LikeCommand(.toggle, userID: "user2", postID: "post2"), count: 500))
