@@ -42,6 +42,49 @@ import Testing
         #expect(slowSeen.withLock { $0 } == Array(first...last))
     }
 
+    /// `waitForDelivery` means every subscriber: while one sink holds an event the others have it, but the wait and
+    /// `lastDeliveredSeq` do not pass it. Once that sink is cancelled it gets nothing more and holds nothing up.
+    @Test func waitForDeliveryMeansEverySubscriberAndACancelledOneHoldsNothingUp() throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        defer { service.close() }
+        let fast = ArrivalLog()
+        let fastSubscription = service.bridge.changes.sink { fast.arrived($0.seq) }
+        defer { fastSubscription.cancel() }
+        let gate = DispatchSemaphore(value: 0)
+        defer { gate.signal() }
+        let holding = DispatchSemaphore(value: 0)
+        let held = Box<[Int64]>([])
+        let heldSubscription = service.bridge.changes.sink { event in
+            if held.withLock({ $0.isEmpty }) {
+                holding.signal()
+                _ = gate.wait(timeout: .now() + 30)
+            }
+            held.withLock { $0.append(event.seq) }
+        }
+        let first = try #require(try service.like(userID: "user1", postID: "post1").seq)
+        #expect(holding.wait(timeout: .now() + 10) == .success)
+        #expect(fast.wait(for: first, seconds: 10) != nil, "the fast sink waited for the held one")
+        #expect(!service.waitForDelivery(through: first, timeout: .milliseconds(200)))
+        #expect(service.bridge.lastDeliveredSeq < first)
+        // Cancelled from another thread while it holds the event: the cancel returns once that callback returned.
+        let cancelled = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            heldSubscription.cancel()
+            cancelled.signal()
+        }
+        let second = try #require(try service.like(userID: "user2", postID: "post1").seq)
+        gate.signal()
+        #expect(cancelled.wait(timeout: .now() + 10) == .success)
+        let afterCancel = held.withLock { $0 }
+        let third = try #require(try service.like(userID: "user3", postID: "post1").seq)
+        #expect(fast.wait(for: third, seconds: 10) != nil)
+        #expect(service.waitForDelivery(through: third, timeout: .seconds(10)))
+        #expect(service.bridge.lastDeliveredSeq >= third)
+        #expect(held.withLock { $0 } == afterCancel && afterCancel.first == first && !afterCancel.contains(third))
+        #expect(fast.seqs.suffix(3) == [first, second, third])
+    }
+
     /// Four threads commit while subscribers of mixed speeds listen — a fast sink, two slow ones whose queues overflow
     /// their small bound and read the rest from the log, a like sink, a feed projection, a change stream and a sink
     /// that cancels itself midway. Nothing stalls (the watchdog fails the test instead of hanging), every subscriber
