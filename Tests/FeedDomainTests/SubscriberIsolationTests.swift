@@ -85,6 +85,42 @@ import Testing
         #expect(fast.seqs.suffix(3) == [first, second, third])
     }
 
+    /// A feed projection reads a created post on its own queue: while that read is held, another sink gets the
+    /// created post's event and the likes after it, and the projection shows the post once the read returns.
+    @Test func aFeedProjectionsReadOfACreatedPostHoldsUpNoOtherSubscriber() throws {
+        let dir = TemporaryDirectory()
+        let service = try makeService(in: dir)
+        defer { service.close() }
+        let gate = DispatchSemaphore(value: 0)
+        defer { gate.signal() }
+        let reading = DispatchSemaphore(value: 0)
+        var client = FeedClient.live(service)
+        client.post = { id, viewer throws(FeedError) in
+            if id == "post4" {
+                reading.signal()
+                _ = gate.wait(timeout: .now() + 30)
+            }
+            return try service.post(id: id, viewerID: viewer)
+        }
+        let feed = withDependencies {
+            $0.feedClient = client
+        } operation: {
+            FeedListProjection(viewerID: "user1")
+        }
+        feed.send(.refresh)
+        let fast = ArrivalLog()
+        let fastSubscription = service.bridge.changes.sink { fast.arrived($0.seq) }
+        defer { fastSubscription.cancel() }
+        try service.createPost(id: "post4", authorID: "user1", body: "new")
+        #expect(reading.wait(timeout: .now() + 10) == .success, "the feed did not read the created post")
+        let like = try #require(try service.like(userID: "user1", postID: "post4").seq)
+        #expect(fast.wait(for: like, seconds: 10) != nil, "the sink waited for the feed's read")
+        #expect(feed(\.posts).first?.id != "post4")
+        gate.signal()
+        #expect(service.waitForDelivery(through: like, timeout: .seconds(10)))
+        #expect(feed(\.posts).first?.id == "post4" && feed(\.likedPostIDs).contains("post4"))
+    }
+
     /// Four threads commit while subscribers of mixed speeds listen — a fast sink, two slow ones whose queues overflow
     /// their small bound and read the rest from the log, a like sink, a feed projection, a change stream and a sink
     /// that cancels itself midway. Nothing stalls (the watchdog fails the test instead of hanging), every subscriber
