@@ -140,6 +140,8 @@ import Testing
         let likes = Box(0)
         let cancelled = Box<(seqs: [Int64], afterCancel: Bool)>(([], false))
         let slowWorker = watchdog.register("slow-sink")
+        let releaseSlower = DispatchSemaphore(value: 0)
+        defer { releaseSlower.signal() }
         var subscriptions: [AnyCancellable] = [
             service.bridge.changes.sink { event in fast.withLock { $0.append(event.seq) } },
             service.bridge.changes.sink { event in
@@ -148,6 +150,8 @@ import Testing
                 slow.withLock { $0.append(event.seq) }
             },
             service.bridge.changes.sink { event in
+                // Held on its first event until the committers are done, so that its queue passes its bound.
+                if event.seq == first { _ = releaseSlower.wait(timeout: .now() + 60) }
                 Thread.sleep(forTimeInterval: 0.005)
                 slower.withLock { $0.append(event.seq) }
             },
@@ -194,6 +198,7 @@ import Testing
             Watchdog.abandon([service, feed])
             return
         }
+        releaseSlower.signal()
         let last = try await service.status().lastSeq
         #expect(last == first + 399)
         // The slowest sink needs about 2 s for 400 events; the bound is wide for a loaded machine.
