@@ -95,6 +95,8 @@ import Testing
         #expect(holding.wait(timeout: .now() + 30 * asyncTestSlack) == .success)
         _ = try await service.perform(toggles)  // 8...17, kept in memory
         _ = try await service.perform(toggles)  // 18...27, beyond the limit: to be read from the log
+        // Handed to the sink's queue (as a range) before the service closes.
+        #expect(bridge.sequencer.waitForDelivery(through: 27, timeout: .seconds(30)))
         service.close()
         gate.signal()
         #expect(await service.waitForDelivery(through: 27, timeout: .seconds(30)))

@@ -116,13 +116,7 @@ final class EventSequencer: @unchecked Sendable {
         }
     }
 
-    /// The events held in memory for delivery now, and the most ever held at once (for tests).
-    var bufferedEvents: (now: Int, most: Int) {
-        withBacklog { ($0.buffered, $0.mostBuffered) }
-    }
-
-    /// The highest seq every subscriber's callback has returned for (so every projection has applied it); 0 before
-    /// the first.
+    /// The highest seq handed to `deliver` (to every subscriber's queue); 0 before the first.
     var lastDeliveredSeq: Int64 {
         condition.lock()
         defer { condition.unlock() }
