@@ -14,11 +14,13 @@ extension AsyncAPITests {
     // MARK: - The cooperative pool stays free
 
     @Test func blockingBodiesRunOnDedicatedPoolThreads() async throws {
-        // A pool of one thread runs every body on the thread it started, and keeps it while it is busy.
+        // A body runs outside any task (so not on a cooperative thread), as a job of its pool.
         let pool = BlockingExecutor(name: "test.pool", maximumThreads: 1)
-        let first = try await pool.run { () throws(FeedError) in pthread_self() }
-        let second = try await pool.run { () throws(FeedError) in (pthread_self(), pool.threadCount) }
-        #expect(second.0 == first && second.1 == 1)
+        let outsideTasks = try await pool.run { () throws(FeedError) in
+            withUnsafeCurrentTask { $0 == nil } && pool.threadCount == 1 && pool.mostConcurrentJobs == 1
+        }
+        #expect(outsideTasks, "a body ran inside a task, or not as the pool's job")
+        #expect(withUnsafeCurrentTask { $0 != nil })
         // A service's async calls run on the service's pool.
         var options = FeedOpenOptions()
         options.blockingThreads = 1

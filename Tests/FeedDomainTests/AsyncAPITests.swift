@@ -56,14 +56,13 @@ import Testing
     }
 
     @Test func asyncSeedReportsProgressFromAPoolThread() async throws {
-        // A pool of one thread: the progress callback runs on the thread that ran the job before it.
         var options = FeedOpenOptions()
         options.blockingThreads = 1
         let service = try FeedService(location: ":memory:", options: options)
-        let poolThread = try await service.blockingPool.run { () throws(FeedError) in pthread_self() }
         let progress = Box<[(phase: String, onPool: Bool)]>([])
         let summary = try await service.seed(SeedPlan(posts: 50, users: 10, likes: 100)) { step in
-            let onPool = pthread_self() == poolThread
+            // Outside any task (not a cooperative thread), while the service's pool runs a job.
+            let onPool = withUnsafeCurrentTask { $0 == nil } && service.blockingPool.mostConcurrentJobs == 1
             progress.withLock { $0.append((step.phase, onPool)) }
         }
         #expect(summary == SeedSummary(users: 51, posts: 50, likes: 100))
