@@ -13,6 +13,10 @@ import Testing
 @Suite(.ownThreads) struct SubscriberIsolationTests {
     /// A sink that sleeps a second per event delays another sink's p99 latency (arrival minus the moment the command
     /// returned) by less than 10 ms, and it still gets every event, in order.
+    ///
+    /// The p99 of 30 samples is their maximum, so one scheduling hiccup of a loaded machine (another build, the
+    /// ThreadSanitizer suites in parallel) can exceed the margin: a round that does is measured again, at most three
+    /// rounds. A fast sink that waits for the slow one misses by about a second in every round.
     @Test func aSlowSubscriberDoesNotDelayAFastOne() throws {
         let dir = TemporaryDirectory()
         let service = try makeService(in: dir)
@@ -22,6 +26,8 @@ import Testing
         defer { fastSubscription.cancel() }
 
         let alone = try Self.latencies(of: fast, service: service, likes: 30)
+        let p99Alone = Self.p99(alone)
+        #expect(alone.count == 30, "a like did not reach the fast sink within 5 s")
 
         let slowSeen = Box<[Int64]>([])
         let slowSubscription = service.bridge.changes.sink { event in
@@ -30,15 +36,18 @@ import Testing
         }
         defer { slowSubscription.cancel() }
         let first = try service.status().lastSeq + 1
-        let beside = try Self.latencies(of: fast, service: service, likes: 30)
+        var rounds: [Double] = []
+        for _ in 1...3 {
+            let beside = try Self.latencies(of: fast, service: service, likes: 30)
+            rounds.append(beside.count == 30 ? Self.p99(beside) : .infinity)
+            if rounds[rounds.count - 1] - p99Alone < 10 { break }
+        }
         let last = try service.status().lastSeq
 
-        let (p99Alone, p99Beside) = (Self.p99(alone), Self.p99(beside))
-        print("fast sink p99: alone \(p99Alone) ms, beside a slow sink \(p99Beside) ms")
-        #expect(alone.count == 30 && beside.count == 30, "a like did not reach the fast sink within 5 s")
-        #expect(p99Beside - p99Alone < 10, "p99 alone \(p99Alone) ms, beside a slow sink \(p99Beside) ms")
-        // The slow one gets all 30 a second apart: bounded well above that.
-        #expect(service.waitForDelivery(through: last, timeout: .seconds(120)))
+        print("fast sink p99: alone \(p99Alone) ms, beside a slow sink \(rounds) ms")
+        #expect(rounds[rounds.count - 1] - p99Alone < 10, "p99 alone \(p99Alone) ms, beside a slow sink \(rounds) ms")
+        // The slow one gets them a second apart: bounded well above that.
+        #expect(service.waitForDelivery(through: last, timeout: .seconds(Int(last - first) * 2 + 60)))
         #expect(slowSeen.withLock { $0 } == Array(first...last))
     }
 
