@@ -21,7 +21,7 @@ internal import Synchronization
 /// which copy shared bytes and suspend the connection when there is nothing to send; they never wait for the database.
 /// Routes that read or write it run on a bounded ``WorkerPool`` while their connection is suspended. The fan-out
 /// thread (``StreamHub``) reads each commit from the log once for every stream; the hang-up watch closes the streams of
-/// clients that went away. The bridge's delivery executor only records the seq and wakes the fan-out.
+/// clients that went away. The server's one bridge sink only records the seq and wakes the fan-out.
 package final class HTTPServer: Sendable {
     /// Maps a bearer token to its user id; `nil` for a token that is unknown or revoked.
     package typealias Authenticator = @Sendable (String) throws(FeedError) -> String?
@@ -65,7 +65,7 @@ package final class HTTPServer: Sendable {
         let connectionLimit = Self.connectionLimit(configuration, ioThreads: ioThreads)
         Self.raiseOpenFileLimit(to: connectionLimit + 256)
         let core = ServerCore(service: service, configuration: configuration, authenticator: authenticator, lastSeq: lastSeq)
-        // One sink for the whole server: the delivery executor only records the seq and wakes the fan-out.
+        // One sink for the whole server, on its own queue: it only records the seq and wakes the fan-out.
         let hub = core.hub
         let subscription = service.bridge.changes.sink { event in hub.noteCommitted(event.seq) }
         // Retained for libmicrohttpd's callbacks until after MHD_stop_daemon (``stop()``) or the failed start.

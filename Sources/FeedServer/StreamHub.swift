@@ -41,7 +41,7 @@ struct TailFrame: Sendable {
 /// The fan-out: one read of the log per commit for every stream of the server, and the shared tail of encoded events
 /// that the streams copy from (`Docs/HTTP.md`, "The event stream").
 ///
-/// The bridge's one sink calls ``noteCommitted(_:)`` (on the delivery executor; it only records the seq and signals).
+/// The bridge's one sink calls ``noteCommitted(_:)`` (on its own queue; it only records the seq and signals).
 /// The fan-out thread then reads the log after the last seq it has — once, however many streams are open — encodes
 /// each event once per visibility into ``TailFrame``s, appends them to the tail (the newest `capacity` events), and
 /// wakes every stream that waits. A stream's reader, on an I/O thread, copies whole frames after its cursor with

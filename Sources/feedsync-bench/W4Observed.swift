@@ -58,7 +58,7 @@ enum W4Observed {
         let seedSeconds = seconds(since: start)
 
         // The seed's events reach the bridge first; then load the set and follow the bridge (sinks run on its
-        // delivery executor, after each toggle returned).
+        // the sink's own queue, after each toggle returned).
         service.waitForDelivery(through: try service.status().lastSeq, timeout: .seconds(600))
         let observed = LikedSet(userID: "user1", initial: try service.likedPostIDs(userID: "user1"))
         let subscription = service.bridge.changes.sink { observed.apply($0) }

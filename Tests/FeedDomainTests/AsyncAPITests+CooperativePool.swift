@@ -14,16 +14,20 @@ extension AsyncAPITests {
     // MARK: - The cooperative pool stays free
 
     @Test func blockingBodiesRunOnDedicatedPoolThreads() async throws {
-        #expect(BlockingExecutor.currentPool == nil)
-        let shared = try await BlockingExecutor.shared.run { () throws(FeedError) in
-            BlockingExecutor.currentPool === BlockingExecutor.shared
+        // A body runs outside any task (so not on a cooperative thread), as a job of its pool.
+        let pool = BlockingExecutor(name: "test.pool", maximumThreads: 1)
+        let outsideTasks = try await pool.run { () throws(FeedError) in
+            withUnsafeCurrentTask { $0 == nil } && pool.threadCount == 1 && pool.mostConcurrentJobs == 1
         }
-        #expect(shared)
-        let pool = BlockingExecutor(name: "test.pool", maximumThreads: 2)
-        let overridden = try await BlockingExecutor.$override.withValue(pool) {
-            try await BlockingExecutor.current.run { () throws(FeedError) in BlockingExecutor.currentPool === pool }
-        }
-        #expect(overridden)
+        #expect(outsideTasks, "a body ran inside a task, or not as the pool's job")
+        #expect(withUnsafeCurrentTask { $0 != nil })
+        // A service's async calls run on the service's pool.
+        var options = FeedOpenOptions()
+        options.blockingThreads = 1
+        let service = try FeedService(location: ":memory:", options: options)
+        #expect(service.blockingPool !== BlockingExecutor.shared && service.blockingPool.mostConcurrentJobs == 0)
+        _ = try await service.status()
+        #expect(service.blockingPool.mostConcurrentJobs == 1)
     }
 
     @Test func moreBlockedCallsThanCooperativeThreadsLeaveOtherTasksRunning() async throws {
@@ -39,8 +43,7 @@ extension AsyncAPITests {
                     group.addTask {
                         try await pool.run { () throws(FeedError) in
                             startedSignal.yield()
-                            let onPoolThread = BlockingExecutor.currentPool === pool
-                            return gate.wait(timeout: .now() + 30 * asyncTestSlack) == .success && onPoolThread
+                            return gate.wait(timeout: .now() + 30 * asyncTestSlack) == .success
                         }
                     }
                 }
@@ -71,10 +74,12 @@ extension AsyncAPITests {
     @Test func asyncCommandsWaitingForAnotherConnectionsWriteLockLeaveOtherTasksRunning() async throws {
         let dir = TemporaryDirectory()
         let path = dir.file("feed.sqlite")
-        var options = FeedOpenOptions()
-        options.busyTimeout = .seconds(60)
         let width = ProcessInfo.processInfo.activeProcessorCount
         let count = width + 4
+        var options = FeedOpenOptions()
+        options.busyTimeout = .seconds(60)
+        // One thread beyond the commands, for the read made while they wait.
+        options.blockingThreads = count + 1
         let service = try withDependencies {
             $0.date = .constant(Date(timeIntervalSince1970: 1_700_000_000))
         } operation: {
@@ -87,22 +92,19 @@ extension AsyncAPITests {
         let holder = WriteLockHolder()
         try await holder.lock(path: path)
         defer { holder.unlock() }
-        let (started, startedSignal) = AsyncStream.makeStream(of: Void.self)
-        let pool = BlockingExecutor(name: "test.writers", maximumThreads: count) { startedSignal.yield() }
-        let calls = BlockingExecutor.$override.withValue(pool) {
-            Task {
-                try await withThrowingTaskGroup(of: LikeResult.self) { group in
-                    for i in 0..<count {
-                        group.addTask { try await service.like(userID: "user\(i)", postID: "post1") }
-                    }
-                    var results: [LikeResult] = []
-                    for try await result in group { results.append(result) }
-                    return results
+        let pool = service.blockingPool
+        let calls = Task {
+            try await withThrowingTaskGroup(of: LikeResult.self) { group in
+                for i in 0..<count {
+                    group.addTask { try await service.like(userID: "user\(i)", postID: "post1") }
                 }
+                var results: [LikeResult] = []
+                for try await result in group { results.append(result) }
+                return results
             }
         }
         // Every command is on a pool thread, waiting for the write lock (in SQLite or behind the leader).
-        try await receive(count, from: started, within: 20, "\(count) commands to start")
+        try await waitUntil(within: 20, "\(count) commands to start") { pool.mostConcurrentJobs == count }
         let unrelated = Task {
             var total = 0
             for i in 1...100 {
@@ -115,7 +117,7 @@ extension AsyncAPITests {
         // PostgreSQL stress and fault tests for tens of seconds): the bound is wide. It still fails if these
         // blocked calls sat on cooperative threads, since they stay blocked until the unrelated task finished.
         #expect(try await value(of: unrelated, within: 120, "an unrelated task while commands wait") == 5050)
-        // Reads are still answered (WAL readers do not wait for the writer), on the shared pool.
+        // Reads are still answered (WAL readers do not wait for the writer), on the pool's spare thread.
         let during = try await service.status()
         #expect(during.likes == 0)
         holder.unlock()

@@ -56,10 +56,13 @@ import Testing
     }
 
     @Test func asyncSeedReportsProgressFromAPoolThread() async throws {
-        let service = try FeedService(store: try FeedStore.inMemory())
+        var options = FeedOpenOptions()
+        options.blockingThreads = 1
+        let service = try FeedService(location: ":memory:", options: options)
         let progress = Box<[(phase: String, onPool: Bool)]>([])
         let summary = try await service.seed(SeedPlan(posts: 50, users: 10, likes: 100)) { step in
-            let onPool = BlockingExecutor.currentPool === BlockingExecutor.shared
+            // Outside any task (not a cooperative thread), while the service's pool runs a job.
+            let onPool = withUnsafeCurrentTask { $0 == nil } && service.blockingPool.mostConcurrentJobs == 1
             progress.withLock { $0.append((step.phase, onPool)) }
         }
         #expect(summary == SeedSummary(users: 51, posts: 50, likes: 100))
@@ -144,8 +147,10 @@ import Testing
     /// A call whose task is cancelled while it waits for a pool thread does not start either.
     @Test func aCallCancelledWhileQueuedDoesNotStart() async throws {
         let dir = TemporaryDirectory()
-        let service = try makeService(in: dir)
-        let pool = BlockingExecutor(name: "test.queued", maximumThreads: 1)
+        var options = FeedOpenOptions()
+        options.blockingThreads = 1
+        let service = try makeService(at: dir.file("feed.sqlite"), options: options)
+        let pool = service.blockingPool
         let gate = DispatchSemaphore(value: 0)
         defer { gate.signal() }
         let (started, startedSignal) = AsyncStream.makeStream(of: Void.self)
@@ -156,9 +161,7 @@ import Testing
             }
         }
         try await receive(1, from: started, within: 20, "the blocking job to start")
-        let queued = BlockingExecutor.$override.withValue(pool) {
-            Task { try await service.like(userID: "user1", postID: "post1") }
-        }
+        let queued = Task { try await service.like(userID: "user1", postID: "post1") }
         try await waitUntil(within: 20, "the like to wait in the pool's queue") { pool.queuedJobs == 1 }
         queued.cancel()
         gate.signal()

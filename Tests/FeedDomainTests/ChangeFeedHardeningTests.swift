@@ -74,7 +74,7 @@ import Testing
         let dir = TemporaryDirectory()
         let service = try makeService(in: dir)
         // Another connection with its own bridge: its commits reach `service`'s bridge only through the feed, and
-        // the sink runs on the delivery executor while the feed's thread goes on.
+        // the sink runs on its own queue while the feed's thread goes on.
         let other = try FeedService(path: dir.file("feed.sqlite"))
         let feed = ChangeFeed(service: service)
         let returned = DispatchSemaphore(value: 0)

@@ -39,13 +39,31 @@ import Testing
         _ = try await service.publishCommittedEvents()
         let last = try await service.status().lastSeq
         #expect(last == 7 + 350)
-        #expect(bridge.sequencer.bufferedEvents.most <= 100, "held \(bridge.sequencer.bufferedEvents.most) events")
+        #expect(bridge.bufferedEvents.most <= 100, "held \(bridge.bufferedEvents.most) events")
         try await logged.wait(within: 20, "the fall behind to be logged") { $0.contains { $0.kind == .deliveryFellBehind } }
         gate.signal()
         #expect(await service.waitForDelivery(through: last, timeout: .seconds(60)))
         #expect(received.withLock { $0 } == Array(7...last))
-        #expect(bridge.sequencer.bufferedEvents.now == 0)
+        #expect(bridge.bufferedEvents.now == 0)
         #expect(!logged.values.contains { $0.kind == .deliveryMissedPruned || $0.kind == .deliveryReadFailed })
+    }
+
+    /// A subscriber's first batch beyond its queue's bound is read from the log from that batch's first seq: nothing
+    /// committed before it subscribed.
+    @Test(arguments: TestBackend.allCases) func aFirstBatchBeyondTheLimitIsReadFromItsOwnStart(on backend: TestBackend) async throws {
+        let dir = TemporaryDirectory()
+        guard let location = try backend.makeLocation(in: dir) else { return }
+        let bridge = EventBridge(deliveryLimit: 10)
+        let service = try makeService(at: location, bridge: bridge)
+        defer { service.close() }
+        let received = Box<[Int64]>([])
+        let subscription = bridge.changes.sink { event in received.withLock { $0.append(event.seq) } }
+        defer { subscription.cancel() }
+        let toggles = Array(repeating: LikeCommand(.toggle, userID: "user2", postID: "post2"), count: 20)
+        _ = try await service.perform(toggles)  // 7...26, one batch beyond the limit
+        #expect(await service.waitForDelivery(through: 26, timeout: .seconds(30)))
+        #expect(received.withLock { $0 } == Array(7...26))
+        #expect(bridge.bufferedEvents.most == 0)
     }
 
     /// Closing the service ends the events waiting to be read from its log: delivery goes on with later work instead
@@ -77,6 +95,8 @@ import Testing
         #expect(holding.wait(timeout: .now() + 30 * asyncTestSlack) == .success)
         _ = try await service.perform(toggles)  // 8...17, kept in memory
         _ = try await service.perform(toggles)  // 18...27, beyond the limit: to be read from the log
+        // Handed to the sink's queue (as a range) before the service closes.
+        #expect(bridge.sequencer.waitForDelivery(through: 27, timeout: .seconds(30)))
         service.close()
         gate.signal()
         #expect(await service.waitForDelivery(through: 27, timeout: .seconds(30)))

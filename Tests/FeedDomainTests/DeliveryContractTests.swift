@@ -15,8 +15,8 @@ import Testing
 /// fails instead of hanging.
 // Blocks: waits on semaphores and for threads that commit while effects run.
 @Suite(.ownThreads) struct DeliveryContractTests {
-    /// A projection busy in an effect on thread B while another thread's commit is delivered to it: the delivery
-    /// executor waits for the projection (its one permitted wait), the effect's command never waits for delivery,
+    /// A projection busy in an effect on thread B while another thread's commit is delivered to it: the projection's
+    /// bridge queue waits for its turn (its one permitted wait), the effect's command never waits for delivery,
     /// so both finish, and at quiescence the projection equals the database.
     @Test(arguments: TestBackend.allCases) func deliveryIntoAProjectionBusyInAnEffectWaitsForItAndNothingWaitsBack(
         on backend: TestBackend

@@ -118,7 +118,7 @@ extension DurableSubscriberHardeningTests {
         #expect(try subscriber.cursor() == 0)
     }
 
-    /// A bridge sink (on the delivery executor) stops the subscriber while the subscriber's handler commits a
+    /// A bridge sink (on its own queue) stops the subscriber while the subscriber's handler commits a
     /// command: neither waits for the other.
     @Test(arguments: TestBackend.allCases) func stopFromABridgeSinkWhileTheHandlerCommitsDoesNotDeadlock(on backend: TestBackend) throws {
         let dir = TemporaryDirectory()

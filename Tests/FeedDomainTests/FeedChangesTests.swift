@@ -85,7 +85,7 @@ import Testing
             return (backlog: backlog, calls: calls, seqs: seqs)
         }
         try await receive(1, from: backlogDone, within: 20, "the backlog")
-        // Ten transactions of 500 toggles each; their events reach the consumer's inbox on the delivery executor.
+        // Ten transactions of 500 toggles each; their events reach the consumer's inbox on its bridge queue.
         try await runOnThreads(1, within: 60, "the burst") { _ in
             for _ in 0..<10 {
                 _ = try service.perform(Array(repeating: LikeCommand(.toggle, userID: "user2", postID: "post2"), count: 500))
@@ -104,21 +104,18 @@ import Testing
     ) async throws {
         let dir = TemporaryDirectory()
         guard let service = try makeService(in: dir, on: backend) else { return }
-        let (parked, parkedSignal) = AsyncStream.makeStream(of: Void.self)
         let iterator = service.changes(after: 0).makeAsyncIterator()
         weak let inbox = iterator.inbox
         #expect(inbox != nil)
         let consumer = Task {
-            try await ChangeInbox.$onPark.withValue({ parkedSignal.yield() }) {
-                var iterator = iterator
-                var batches: [[Int64]] = []
-                while let batch = try await iterator.next() { batches.append(batch.map(\.seq)) }
-                // Ended by cancellation: later calls return nil too.
-                return (batches: batches, again: try await iterator.next())
-            }
+            var iterator = iterator
+            var batches: [[Int64]] = []
+            while let batch = try await iterator.next() { batches.append(batch.map(\.seq)) }
+            // Ended by cancellation: later calls return nil too.
+            return (batches: batches, again: try await iterator.next())
         }
         // The consumer took the backlog and now waits for live events.
-        try await receive(1, from: parked, within: 20, "the consumer to wait for live events")
+        try await waitUntil(within: 20, "the consumer to wait for live events") { inbox?.isConsumerWaiting == true }
         consumer.cancel()
         let result = try await value(of: consumer, within: 20, "the cancelled consumer to end")
         #expect(result.batches == [Array(1...6)])
@@ -262,23 +259,26 @@ import Testing
         let service = try makeService(at: location)
         // Another service on the same file, with its own bridge, stands in for another process.
         let other = try FeedService(location: location)
-        let (parked, parkedSignal) = AsyncStream.makeStream(of: Void.self)
-        let consumer = ChangeInbox.$onPark.withValue({ parkedSignal.yield() }) {
-            Task {
-                var seqs: [Int64] = []
-                for try await batch in service.changes(after: 6) {
-                    seqs += batch.map(\.seq)
-                    if seqs.count >= 3 { break }
-                }
-                return seqs
+        let iterator = service.changes(after: 6).makeAsyncIterator()
+        weak let inbox = iterator.inbox
+        let (taken, takenSignal) = AsyncStream.makeStream(of: Void.self)
+        let consumer = Task {
+            var iterator = iterator
+            var seqs: [Int64] = []
+            while let batch = try await iterator.next() {
+                seqs += batch.map(\.seq)
+                if seqs.count >= 2 { takenSignal.yield() }
+                if seqs.count >= 3 { break }
             }
+            return seqs
         }
-        try await receive(1, from: parked, within: 20, "the consumer to wait")
+        try await waitUntil(within: 20, "the consumer to wait") { inbox?.isConsumerWaiting == true }
         try await other.like(userID: "user1", postID: "post1")  // seq 7
         try await other.like(userID: "user2", postID: "post1")  // seq 8
         // The stream's shared watch publishes them; publishing by hand as well repeats nothing.
         _ = try await service.publishCommittedEvents()
-        try await receive(1, from: parked, within: 20, "the consumer to take 7 and 8 and wait again")
+        try await receive(1, from: taken, within: 20, "the consumer to take 7 and 8")
+        try await waitUntil(within: 20, "the consumer to wait again") { inbox?.isConsumerWaiting == true }
         // Nor does an application's own change feed beside the shared watch.
         let changeFeed = ChangeFeed(service: service)
         try changeFeed.start()

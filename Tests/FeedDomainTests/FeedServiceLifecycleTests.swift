@@ -63,7 +63,7 @@ import Testing
         #expect(throws: FeedError.serviceClosed) { try subscriber.catchUp() }
     }
 
-    /// A bridge sink (on the delivery executor) may close the service: close() never waits for delivery.
+    /// A bridge sink (on its own queue) may close the service: close() never waits for delivery.
     @Test(arguments: TestBackend.allCases) func closeFromABridgeSinkReturns(on backend: TestBackend) async throws {
         let dir = TemporaryDirectory()
         guard let service = try makeService(in: dir, on: backend) else { return }

@@ -73,7 +73,7 @@ final class AppSession {
                 return true
             }
             detail.send(action == .like ? .like : action == .unlike ? .unlike : .toggle)
-            // The feed learns of the change on the delivery executor: 'back' shows it once it arrived.
+            // The feed learns of the change on its bridge queue: 'back' shows it once it arrived.
             bridge.waitForDelivery(through: detail(\.lastAppliedSeq))
             if let error = detail(\.lastError) {
                 output.error(CLIError(error).message)

@@ -67,7 +67,7 @@ extension CommandRunner {
         detail.send(.like)
         try check(detail(\.lastError))
         printLines(["", style.bold("3. Like it:")] + detailLines(detail))
-        // The like event reaches the feed on the bridge's delivery executor, moments after the command returned.
+        // The like event reaches the feed on its own bridge queue, moments after the command returned.
         @Dependency(\.feedClient) var client
         client.bridge.waitForDelivery(through: detail(\.lastAppliedSeq))
 

@@ -13,20 +13,13 @@ internal import Foundation
 /// same pool (with every thread busy, that job would never start); the library's commands and queries never do.
 ///
 /// ```swift
-/// let page = try await BlockingExecutor.current.run { () throws(FeedError) in
+/// let page = try await BlockingExecutor.shared.run { () throws(FeedError) in
 ///     try service.feedPage(viewerID: "user1")
 /// }
 /// ```
 final class BlockingExecutor: Sendable {
     /// The pool the async API uses: up to 8 threads, idle ones exit after 10 seconds.
     static let shared = BlockingExecutor()
-
-    /// A pool that replaces ``shared`` for the async calls of one task tree (tests observe the pool this way
-    /// without touching the process-wide one).
-    @TaskLocal static var override: BlockingExecutor?
-
-    /// The pool the current task's async calls use: ``override`` when set, ``shared`` otherwise.
-    static var current: BlockingExecutor { override ?? shared }
 
     /// ``shared`` for the default size, otherwise a pool of `threads` of its own (``FeedService/Configuration/blockingThreads``).
     static func pool(threads: Int) -> BlockingExecutor {
@@ -38,8 +31,6 @@ final class BlockingExecutor: Sendable {
     /// How long a thread waits for a job before it exits.
     let idleTimeout: Duration
     private let name: String
-    /// Called on the pool thread just before each job runs (tests count started jobs with it).
-    private let onStart: (@Sendable () -> Void)?
     private let queue = JobQueue()
 
     /// Creates a pool; no thread starts before the first job.
@@ -48,15 +39,10 @@ final class BlockingExecutor: Sendable {
     ///   - name: the threads' name; at most 15 bytes (Linux ignores longer thread names).
     ///   - maximumThreads: at least 1.
     ///   - idleTimeout: how long an idle thread lives.
-    ///   - onStart: called on the pool thread before each job.
-    init(
-        name: String = "FeedSync.Pool", maximumThreads: Int = 8, idleTimeout: Duration = .seconds(10),
-        onStart: (@Sendable () -> Void)? = nil
-    ) {
+    init(name: String = "FeedSync.Pool", maximumThreads: Int = 8, idleTimeout: Duration = .seconds(10)) {
         self.name = name
         self.maximumThreads = max(1, maximumThreads)
         self.idleTimeout = idleTimeout
-        self.onStart = onStart
     }
 
     /// Runs `body` on a pool thread and returns its result; the calling task is suspended meanwhile, so its
@@ -107,30 +93,13 @@ final class BlockingExecutor: Sendable {
     /// The most jobs that ran at once so far (for tests).
     var mostConcurrentJobs: Int { queue.mostRunning }
 
-    /// The pool whose thread runs the caller, or `nil` on any other thread.
-    static var currentPool: BlockingExecutor? {
-        guard let raw = pthread_getspecific(poolKey) else { return nil }
-        return Unmanaged<BlockingExecutor>.fromOpaque(raw).takeUnretainedValue()
-    }
-
-    /// The thread-local slot naming a pool thread's pool (unretained: the thread's closure retains the pool).
-    private static let poolKey: pthread_key_t = {
-        var key = pthread_key_t()
-        let status = pthread_key_create(&key, nil)
-        precondition(status == 0, "pthread_key_create failed: \(status)")
-        return key
-    }()
-
     /// A pool thread's loop: runs jobs until none came for ``idleTimeout``.
     private func work() {
         // Named from inside too: on Linux a name set before `start()` may not reach the thread.
         Thread.current.name = name
-        pthread_setspecific(Self.poolKey, Unmanaged.passUnretained(self).toOpaque())
-        defer { pthread_setspecific(Self.poolKey, nil) }
         var first = true
         while let job = queue.next(idleTimeout: idleTimeout, first: first) {
             first = false
-            onStart?()
             job()
             queue.finished()
         }

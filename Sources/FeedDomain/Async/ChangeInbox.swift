@@ -42,9 +42,6 @@ final class ChangeInbox: Sendable {
         var cancelled = false
     }
 
-    /// Called (for tests) each time a consumer suspends waiting for live events.
-    @TaskLocal static var onPark: (@Sendable () -> Void)?
-
     /// The most events buffered at once; the next one drops them.
     let capacity: Int
     private let state = Locked(State())
@@ -135,11 +132,7 @@ final class ChangeInbox: Sendable {
                     state.waiter = continuation
                     return nil
                 }
-                if let ready {
-                    continuation.resume(returning: ready)
-                } else {
-                    Self.onPark?()
-                }
+                if let ready { continuation.resume(returning: ready) }
             }
         } onCancel: {
             let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
@@ -150,6 +143,9 @@ final class ChangeInbox: Sendable {
             waiter?.resume(returning: false)
         }
     }
+
+    /// Whether the consumer is suspended waiting for live events now.
+    var isConsumerWaiting: Bool { state.withLock { $0.waiter != nil } }
 
     /// How many events are buffered now (for tests).
     var bufferedCount: Int { state.withLock { $0.events.count } }

@@ -15,10 +15,9 @@ public import Foundation
 /// for a pool thread, it throws ``FeedError/cancelled`` and reads and writes nothing. A call that started is not
 /// stopped: a command runs to its `COMMIT` (or fails as a whole) and the task receives its result.
 extension FeedService {
-    /// Runs `body` on the service's pool (or a test's ``BlockingExecutor/override``), honouring cancellation before
-    /// it starts.
+    /// Runs `body` on the service's pool, honouring cancellation before it starts.
     private func onPool<T: Sendable>(_ body: @escaping @Sendable () throws(FeedError) -> T) async throws(FeedError) -> T {
-        try await (BlockingExecutor.override ?? blockingPool).run(body)
+        try await blockingPool.run(body)
     }
 
     // MARK: - Commands
@@ -237,6 +236,6 @@ extension FeedService {
 extension FeedService {
     /// A replica's sync status, without blocking the calling task's thread: the async form of ``replicaStatus()-9h5rz``.
     public func replicaStatus() async throws(FeedError) -> ReplicaStatus? {
-        try await (BlockingExecutor.override ?? blockingPool).run { () throws(FeedError) in try self.replicaStatus() }
+        try await blockingPool.run { () throws(FeedError) in try self.replicaStatus() }
     }
 }

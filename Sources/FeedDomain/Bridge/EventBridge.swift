@@ -20,47 +20,73 @@ public import FeedCore
 ///     .store(in: &cancellables)
 /// ```
 ///
-/// Sinks run on the bridge's delivery executor, `FeedSync.Delivery`: one thread at a time, in seq order, after the
-/// command that committed the change returned. A slow sink delays only later deliveries; move heavy work off it with
-/// `receive(on:)`. ``waitForDelivery(through:timeout:)`` waits until a seq reached every sink.
+/// Every subscriber — a sink on ``likePublisher`` or ``changes``, a projection, a change stream, a durable
+/// subscriber — gets the events on an executor of its own (`FeedSync.Subscriber`), in seq order, each once, after the
+/// command that committed them returned. One subscriber never waits for another: a slow sink falls behind alone,
+/// and the others get each event as soon as it is handed over. ``waitForDelivery(through:timeout:)`` waits until a
+/// seq reached every subscriber.
 ///
-/// Memory stays bounded while a slow sink holds delivery up: at most 10,000 committed events wait in memory; beyond
-/// that only their range of seqs is kept, and delivery reads those events from the service's log when it gets there
-/// (``FeedLogEvent/Kind/deliveryFellBehind``). Sinks still get every event once, in order — unless the events were
-/// pruned before delivery read them, or the service was closed first.
+/// Memory stays bounded behind a slow subscriber: its queue holds at most 10,000 committed events; beyond that only
+/// their range of seqs is kept, and its queue reads those events from the service's log when it gets there
+/// (``FeedLogEvent/Kind/deliveryFellBehind``). It still gets every event once, in order — unless the events were
+/// pruned before it read them, or the service was closed first.
 public final class EventBridge: Sendable {
-    // The subjects that send live only inside the sequencer's delivery closure and the sealed handles' subscribe
-    // closures: no stored property leads to them, so a `Mirror` walk over the bridge (or anything holding it)
-    // cannot reach a sender. The delivery closure takes an internal type, so it cannot be cast and called either.
+    // The subjects that send live only inside the fan-out's delivery closures (one per subscriber) and the sealed
+    // handles' subscribe closures: no stored property leads to them, so a `Mirror` walk over the bridge (or anything
+    // holding it) cannot reach a sender. The delivery closures take an internal type, so they cannot be cast and
+    // called either.
     private let sealedLikes: AnyPublisher<LikeEvent, Never>
     private let sealedChanges: AnyPublisher<EventRecord, Never>
     let sequencer: EventSequencer
+    let fanout: DeliveryFanout
 
     /// Creates a bridge.
     ///
-    /// - Parameter logger: called once per like event, before delivery (seed 004's `EventPublisher` logger).
+    /// - Parameter logger: called once per like event, in seq order, on an executor of its own (seed 004's
+    ///   `EventPublisher` logger).
     public convenience init(logger: (@Sendable (LikeEvent) -> Void)? = nil) {
         self.init(logger: logger, deliveryLimit: EventSequencer.defaultLimit)
     }
 
-    /// Creates a bridge whose delivery holds at most `deliveryLimit` events in memory (tests use a small one).
+    /// Creates a bridge whose subscribers' queues hold at most `deliveryLimit` events in memory (tests use a small
+    /// one).
     init(logger: (@Sendable (LikeEvent) -> Void)? = nil, deliveryLimit: Int) {
-        let likeEvent = EventPublisher<LikeEvent>(logger: logger ?? { _ in })
-        let changeSubject = PassthroughPublisher<EventRecord, Never>()
-        sealedLikes = likeEvent.publisher()
-        sealedChanges = changeSubject.sealed()
-        let logs = logger != nil
+        let fanout = DeliveryFanout(limit: deliveryLimit)
+        self.fanout = fanout
+        sealedChanges = Self.publisher(on: fanout) { $0 }
+        sealedLikes = Self.publisher(on: fanout, Self.likeEvent)
+        if let logger {
+            fanout.add(
+                label: "FeedSync.Logger", deliver: { _, event in if let like = Self.likeEvent(event) { logger(like) } },
+                isAlive: { true })
+        }
         sequencer = EventSequencer(
-            limit: deliveryLimit, isListened: { logs || changeSubject.hasSubscribers || likeEvent.hasSubscribers }
-        ) { batch in
-            for event in batch.events {
-                changeSubject.send(event)
-                switch event.kind {
-                case .liked: if let postID = event.postID { likeEvent.send(.liked(postID: postID)) }
-                case .unliked: if let postID = event.postID { likeEvent.send(.unliked(postID: postID)) }
-                case .postCreated, .userCreated, .likeCountChanged: break
-                }
-            }
+            limit: deliveryLimit, logSource: { fanout.logSource }, isListened: { fanout.hasSubscribers }
+        ) { batch in fanout.enqueue(batch) }
+    }
+
+    /// A sealed publisher whose every subscriber gets a queue of its own on `fanout`, publishing `transform` of each
+    /// event (events it maps to `nil` are skipped).
+    private static func publisher<Output: Sendable>(
+        on fanout: DeliveryFanout, _ transform: @escaping @Sendable (EventRecord) -> Output?
+    ) -> AnyPublisher<Output, Never> {
+        AnyPublisher { subscriber in
+            // One subject per subscriber: it keeps Combine's rules (demand, cancellation) for that subscriber, and
+            // only this subscriber's queue sends to it.
+            let subject = PassthroughPublisher<Output, Never>()
+            subject.receive(subscriber: subscriber)
+            fanout.add(
+                deliver: { _, event in if let value = transform(event) { subject.send(value) } },
+                isAlive: { subject.hasSubscribers })
+        }
+    }
+
+    private static func likeEvent(_ event: EventRecord) -> LikeEvent? {
+        guard let postID = event.postID else { return nil }
+        switch event.kind {
+        case .liked: return .liked(postID: postID)
+        case .unliked: return .unliked(postID: postID)
+        case .postCreated, .userCreated, .likeCountChanged: return nil
         }
     }
 
@@ -72,15 +98,20 @@ public final class EventBridge: Sendable {
 
     /// The highest seq every subscriber's callback has returned for (0 before the first): a projection subscribed
     /// to the bridge has applied every event up to it.
-    public var lastDeliveredSeq: Int64 { sequencer.lastDeliveredSeq }
+    public var lastDeliveredSeq: Int64 { min(sequencer.lastDeliveredSeq, fanout.deliveredFloor) }
 
     /// Waits until every subscriber's callback has returned for every event up to `seq` — for a test, a command-line
     /// tool or a demo that shows what a command it ran did to every view.
     ///
-    /// - Returns: whether they had within `timeout`. Called inside a delivery (a sink of this bridge, or what it
-    ///   runs) it answers at once whether they had already: waiting there would wait for itself.
+    /// - Returns: whether they had within `timeout`. Called inside a delivery (a subscriber of this bridge, or what
+    ///   it runs) it answers at once whether they had already: waiting there would wait for itself.
     @discardableResult
     public func waitForDelivery(through seq: Int64, timeout: Duration = .seconds(10)) -> Bool {
-        sequencer.waitForDelivery(through: seq, timeout: timeout)
+        guard !fanout.isDelivering else { return lastDeliveredSeq >= seq }
+        let deadline = EventSequencer.deadline(after: timeout)
+        return sequencer.waitForDelivery(through: seq, until: deadline) && fanout.wait(through: seq, until: deadline)
     }
+
+    /// The events subscribers' queues hold in memory now, and the most one queue ever held (for tests).
+    var bufferedEvents: (now: Int, most: Int) { fanout.bufferedEvents }
 }

@@ -4,7 +4,7 @@ internal import Foundation
 /// Runs a projection's actions one at a time, in the order their senders got their turn.
 ///
 /// ``send(_:)`` processes its action **on the calling thread**, whichever thread that is (a UI thread, a request
-/// handler, the delivery executor applying an event, a state subscriber, a durable subscriber's handler): it takes
+/// handler, the projection's bridge queue applying an event, a state subscriber, a durable subscriber's handler): it takes
 /// the projection's turn, reduces the action (under the state lock), runs the effects it asked for (a command or a
 /// read, which wait only for the database) and processes their answers the same way, depth first, then gives the
 /// turn up. So the projection's state is right when `send` returns, wherever it was called from.

@@ -30,8 +30,6 @@ extension EventSequencer {
         private(set) var ranges: [Range] = []
         /// The events the ranges hold in memory.
         private(set) var buffered = 0
-        /// The most events ever held at once (for tests).
-        private(set) var mostBuffered = 0
         /// Whether ranges are being kept without their events (and this was reported).
         private var fallingBehind = false
 
@@ -55,7 +53,6 @@ extension EventSequencer {
             }
             ranges.append(Range(after: after, through: through, events: events))
             buffered += events.count
-            mostBuffered = max(mostBuffered, buffered)
             return (added, false)
         }
 

@@ -25,41 +25,41 @@ internal import Foundation
 /// A failed `COMMIT` hands over nothing, so a seq that was never committed is never marked as delivered, and the
 /// next event that takes it — from this process or another — is delivered.
 ///
-/// Delivery runs on the bridge's own serial executor, `FeedSync.Delivery`: submitting a range schedules it and
-/// returns; nobody who submits waits for it. ``waitForDelivery(through:timeout:)`` is how anyone else waits for
-/// events to have reached every subscriber.
+/// The hand-off runs on the bridge's own serial executor, `FeedSync.Delivery`: submitting a range schedules it and
+/// returns; nobody who submits waits for it. That executor only hands each batch to `deliver` — the bridge's
+/// ``DeliveryFanout``, which appends it to every subscriber's own queue — so it runs no subscriber code and reads no
+/// database. ``waitForDelivery(through:timeout:)`` waits for that hand-off.
 ///
 /// Two measured shortcuts keep the hand-off off a command's cost. With nobody listening (no subscriber, no logger)
 /// and nothing in flight, a submitted range is delivered as it is handed over, on the committing thread. And a drain
 /// of this process's commits that found nothing more to deliver lingers for ``lingerWindow`` before it gives the
 /// executor up (not one of other processes' events, which the watch finds a wake-up at a time), so that a
 /// caller's next command finds it running and wakes no thread (`feedsync-bench w4`, a sink on the bridge, release
-/// build on 2 cores, interleaved, median of 5: 19.6k ops/s without the window, 23.4k with it; delivering on the
-/// committing thread instead of an executor, 24.5k: `Docs/decisions/0008-delivery-on-its-own-executor.md`).
+/// build on 2 cores, 10 interleaved rounds: median 20.7k ops/s without the window, 28.3k with it, paired ratio
+/// 1.24: `Docs/decisions/0008-delivery-on-its-own-executor.md`).
 ///
-/// **Bounded memory.** A slow subscriber holds the delivering thread while commits go on. Once the ranges waiting
-/// hold ``limit`` events, further ranges keep only their bounds (merged into one range), and the delivering thread
-/// reads their events from the log, a page at a time, when it gets there — through the service that attached its log
-/// (``attachLog(_:)``; a bridge without one keeps every event). A read that fails is tried again after a pause that
-/// doubles from 10 ms to 2 s; events pruned before delivery read them are not delivered (and logged). The delivering
-/// thread waits for those reads, never for a command.
+/// **Bounded memory.** Should the hand-off fall behind while commits go on, once the ranges waiting hold ``limit``
+/// events further ranges keep only their bounds (merged into one range), handed on as ranges that each subscriber's
+/// queue reads from the log when it gets there — when a log is attached (`logSource`; a bridge without one keeps
+/// every event).
 ///
 /// The executor is made at the first drain: a process whose commands have nobody listening (a command line's one
 /// command) never needs it, and a queue that was made costs a thread when it is released (GCD runs the destructor of
 /// its queue-specific value on a worker thread).
 ///
-/// `@unchecked Sendable`: `backlog`, `isScheduled`, `lingers`, `logSource`, `retryDelay` and `madeQueue` are only
-/// touched while `condition` is locked; `limit` and `deliver` are immutable.
+/// `@unchecked Sendable`: `backlog`, `isScheduled`, `lingers` and `madeQueue` are only touched while `condition` is
+/// locked; `limit`, `logSource`, `isListened` and `deliver` are immutable.
 final class EventSequencer: @unchecked Sendable {
     /// A batch of events handed to the delivering thread; internal so that no outside code can name it.
     struct Batch {
         let events: ArraySlice<EventRecord>
         let through: Int64
-        /// For a range kept without its events: deliver the log's events in `(loadAfter, through]`.
+        /// For a range kept without its events: the log's events in `(loadAfter, through]`, which each subscriber's
+        /// queue reads.
         var loadAfter: Int64?
     }
 
-    /// Where the delivering thread reads ranges kept without their events: the attached service's log.
+    /// Where subscribers' queues read ranges kept without their events: the attached service's log.
     struct LogSource: Sendable {
         /// The service that attached it.
         let owner: ObjectIdentifier
@@ -78,31 +78,30 @@ final class EventSequencer: @unchecked Sendable {
     let limit: Int
     private let condition = NSCondition()
     private var backlog = Backlog()
-    private var logSource: LogSource?
-    /// The pause before the next read of the log after a failed one; zero after one that succeeded.
-    private var retryDelay: Duration = .zero
+    /// The attached log, if any: only then may ranges be kept without their events.
+    private let logSource: @Sendable () -> LogSource?
     /// Whether a drain of the backlog is queued or running on `queue`.
     private var isScheduled = false
     /// Whether the last range handed over was committed by this process: only then does a drain linger.
     private var lingers = false
     /// The delivery executor, once a drain was scheduled (``queue``).
     private var madeQueue: DispatchQueue?
-    /// Marks `queue` (GCD's queue-specific data), to recognise a wait for delivery from inside a delivery.
-    private let ownQueue = DispatchSpecificKey<Bool>()
     private let deliver: @Sendable (Batch) -> Void
     /// Whether anyone would see a delivery now (a subscriber or a logger).
     private let isListened: @Sendable () -> Bool
 
     /// - Parameters:
     ///   - limit: the most events held in memory for delivery once a log is attached (at least 1).
+    ///   - logSource: the log attached now, if any.
     ///   - isListened: whether a delivery now would reach anyone; when it would not and nothing is in flight, a
     ///     range submitted is delivered as it is handed over, with no trip to the delivery executor.
-    ///   - deliver: called with each batch of events, in seq order, on the delivery executor.
+    ///   - deliver: called with each batch of events, in seq order, on the delivery executor; it must not block.
     init(
-        limit: Int = EventSequencer.defaultLimit, isListened: @escaping @Sendable () -> Bool = { true },
-        deliver: @escaping @Sendable (Batch) -> Void
+        limit: Int = EventSequencer.defaultLimit, logSource: @escaping @Sendable () -> LogSource? = { nil },
+        isListened: @escaping @Sendable () -> Bool = { true }, deliver: @escaping @Sendable (Batch) -> Void
     ) {
         self.limit = max(1, limit)
+        self.logSource = logSource
         self.isListened = isListened
         self.deliver = deliver
     }
@@ -112,41 +111,12 @@ final class EventSequencer: @unchecked Sendable {
         withBacklog { _ in
             if let madeQueue { return madeQueue }
             let queue = DispatchQueue(label: "FeedSync.Delivery")
-            queue.setSpecific(key: ownQueue, value: true)
             madeQueue = queue
             return queue
         }
     }
 
-    /// Lets delivery read from `source`'s log the ranges it keeps without their events (replacing another service's).
-    func attachLog(_ source: LogSource) {
-        condition.lock()
-        defer { condition.unlock() }
-        logSource = source
-    }
-
-    /// Detaches the log `owner` attached, if it is the one attached; ranges kept without their events are then not
-    /// delivered. Returns at once.
-    func detachLog(owner: ObjectIdentifier) {
-        let schedule = withBacklog { backlog -> Bool in
-            guard logSource?.owner == owner else { return false }
-            logSource = nil
-            // A drain settles the ranges kept without their events, which are no longer read; with no range
-            // waiting there is nothing to settle.
-            guard !isScheduled, !backlog.ranges.isEmpty else { return false }
-            isScheduled = true
-            return true
-        }
-        if schedule { queue.async { self.drain() } }
-    }
-
-    /// The events held in memory for delivery now, and the most ever held at once (for tests).
-    var bufferedEvents: (now: Int, most: Int) {
-        withBacklog { ($0.buffered, $0.mostBuffered) }
-    }
-
-    /// The highest seq every subscriber's callback has returned for (so every projection has applied it); 0 before
-    /// the first.
+    /// The highest seq handed to `deliver` (to every subscriber's queue); 0 before the first.
     var lastDeliveredSeq: Int64 {
         condition.lock()
         defer { condition.unlock() }
@@ -181,7 +151,7 @@ final class EventSequencer: @unchecked Sendable {
 
     /// Hands over the events a transaction of this process appended, once it committed (`events` in seq order);
     /// returns at once. Events committed before them and not submitted yet — other processes' — are delivered first,
-    /// read from the log by the delivering thread unless a local writer's range brings them before it gets there.
+    /// read from the log by each subscriber's queue unless a local writer's range brings them before it gets there.
     func submitCommitted(_ events: [EventRecord]) {
         guard let last = events.last?.seq else { return }
         _ = hand(through: last, committedHere: true) { backlog, limit in backlog.submitCommitted(events, limit: limit) }
@@ -194,8 +164,9 @@ final class EventSequencer: @unchecked Sendable {
     ) -> Int {
         // Asked before the lock: a subscriber that attaches meanwhile is one that attached after this commit.
         let listened = isListened()
-        let (added, fellBehind, schedule, source) = withBacklog { backlog -> (Int, Bool, Bool, LogSource?) in
-            let (added, fellBehind) = add(&backlog, logSource == nil ? nil : limit)
+        let source = logSource()
+        let (added, fellBehind, schedule) = withBacklog { backlog -> (Int, Bool, Bool) in
+            let (added, fellBehind) = add(&backlog, source == nil ? nil : limit)
             lingers = committedHere
             if !listened, !isScheduled {
                 // Nobody would see these events and no delivery is in flight that they must follow: they are
@@ -203,29 +174,28 @@ final class EventSequencer: @unchecked Sendable {
                 // pays no thread hand-off).
                 while let batch = backlog.next() { backlog.finish(through: batch.through) }
                 condition.broadcast()
-                return (added, false, false, nil)
+                return (added, false, false)
             }
             defer { isScheduled = true }
-            return (added, fellBehind, !isScheduled, logSource)
+            return (added, fellBehind, !isScheduled)
         }
         if fellBehind, let source {
             source.log(
                 .deliveryFellBehind, .warning,
-                "delivery fell more than \(limit) events behind (a slow subscriber); later events are read from the log when delivery gets there",
+                "delivery fell more than \(limit) events behind; later events are read from the log when each subscriber gets there",
                 ["limit": "\(limit)", "through": "\(through)"])
         }
         if schedule { queue.async { self.drain() } }
         return added
     }
 
-    /// Waits until every subscriber's callback has returned for every event up to `seq`, at most `timeout`.
-    ///
-    /// - Returns: whether they had. Inside a delivery (a bridge subscriber's callback, or what it runs) the answer
-    ///   comes at once: waiting there would wait for itself.
+    /// Waits until every event up to `seq` was handed to `deliver`, at most `timeout`.
     func waitForDelivery(through seq: Int64, timeout: Duration) -> Bool {
-        guard DispatchQueue.getSpecific(key: ownQueue) != true else { return lastDeliveredSeq >= seq }
-        let (seconds, attoseconds) = max(timeout, .zero).components
-        let deadline = Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) / 1e18)
+        waitForDelivery(through: seq, until: Self.deadline(after: timeout))
+    }
+
+    /// Waits until every event up to `seq` was handed to `deliver`, at most until `deadline`.
+    func waitForDelivery(through seq: Int64, until deadline: Date) -> Bool {
         condition.lock()
         defer { condition.unlock() }
         while backlog.delivered < seq {
@@ -234,9 +204,8 @@ final class EventSequencer: @unchecked Sendable {
         return true
     }
 
-    /// Delivers ready batches, in seq order, until none is ready (a range still missing ends it: its submitter
-    /// schedules the next drain). A range kept without its events is read from the log; when a read fails, the rest
-    /// of it goes back and the drain starts again after a pause. Runs on `queue`.
+    /// Hands ready batches to `deliver`, in seq order, until none is ready (a range still missing ends it: its
+    /// submitter schedules the next drain). Runs on `queue`.
     private func drain() {
         condition.lock()
         var idleSince: ContinuousClock.Instant?
@@ -255,25 +224,8 @@ final class EventSequencer: @unchecked Sendable {
                 continue
             }
             idleSince = nil
-            let source = logSource
             condition.unlock()
-            if let after = batch.loadAfter {
-                if case .failed(let delivered, let error) = load(after: after, through: batch.through, from: source) {
-                    let delay = withBacklog { backlog -> Duration in
-                        backlog.requeue(after: delivered, through: batch.through)
-                        retryDelay = min(max(retryDelay * 2, .milliseconds(10)), .seconds(2))
-                        return retryDelay
-                    }
-                    source?.log(
-                        .deliveryReadFailed, .warning, "delivery could not read events from the log and retries: \(error)",
-                        ["error": error.description, "retryMilliseconds": "\(FeedService.milliseconds(delay))"])
-                    // `isScheduled` stays set: this retry is the drain that submitters would otherwise schedule.
-                    queue.asyncAfter(deadline: .now() + .milliseconds(Int(FeedService.milliseconds(delay)))) { self.drain() }
-                    return
-                }
-            } else {
-                deliver(batch)
-            }
+            deliver(batch)
             condition.lock()
             backlog.finish(through: batch.through)
             condition.broadcast()
@@ -285,43 +237,10 @@ final class EventSequencer: @unchecked Sendable {
     /// How long a drain that found nothing more to deliver keeps polling for the next range before it ends.
     static let lingerWindow: Duration = .microseconds(100)
 
-    /// How reading a range from the log ended.
-    private enum LoadOutcome {
-        case done
-        /// A read failed; everything up to `delivered` was delivered.
-        case failed(delivered: Int64, FeedError)
-    }
-
-    /// Delivers the log's events in `(after, through]`, a page at a time, recording progress after each page.
-    private func load(after: Int64, through: Int64, from source: LogSource?) -> LoadOutcome {
-        guard let source else { return .done }  // the service closed: these events are not delivered
-        var cursor = after
-        while cursor < through {
-            let page: [EventRecord]
-            do {
-                guard let read = try source.read(cursor, Int(min(Int64(Self.logPageSize), through - cursor))) else { return .done }
-                page = read
-            } catch {
-                return .failed(delivered: cursor, FeedError.wrap(error))
-            }
-            let events = page.prefix { $0.seq <= through }
-            let first = events.first?.seq ?? through + 1
-            if first > cursor + 1 {
-                source.log(
-                    .deliveryMissedPruned, .error,
-                    "events \(cursor + 1) through \(first - 1) were pruned from the log before delivery read them; subscribers do not get them",
-                    ["from": "\(cursor + 1)", "through": "\(first - 1)"])
-            }
-            guard let last = events.last?.seq else { break }
-            deliver(Batch(events: events, through: last))
-            withBacklog { backlog in
-                backlog.finish(through: last)
-                retryDelay = .zero
-                condition.broadcast()
-            }
-            cursor = events.count < page.count ? through : last
-        }
-        return .done
+    /// The moment `timeout` from now.
+    static func deadline(after timeout: Duration) -> Date {
+        let (seconds, attoseconds) = max(timeout, .zero).components
+        return Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) / 1e18)
     }
 
     private func withBacklog<Result>(_ body: (inout Backlog) throws -> Result) rethrows -> Result {

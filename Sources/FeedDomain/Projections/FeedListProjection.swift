@@ -18,8 +18,9 @@ public import FeedCore
 ///
 /// Every like committed through the same ``EventBridge`` — from a detail projection, the CLI's service or another
 /// process's change read by the sync feed — is applied to the loaded posts when the bridge delivers it, on the
-/// projection's own queue (``EventBridge/waitForDelivery(through:timeout:)`` waits for that): the count comes from
-/// the event, nothing is re-read.
+/// projection's own bridge queue (``EventBridge/waitForDelivery(through:timeout:)`` waits for that): the count comes
+/// from the event, nothing is re-read. A created post is read on that queue too, so the read holds up no other
+/// subscriber.
 public final class FeedListProjection: Sendable {
     /// Everything the feed list shows.
     public struct State: Sendable, Hashable {

@@ -1,7 +1,7 @@
 /// Where a service's log events go: a closure you bridge to swift-log, `os_log`, a file or a test's recorder.
 ///
 /// It is called on whichever thread noticed the event (a caller's, the change watch's, a durable subscriber's
-/// queue, the delivery executor), so it must be quick and must not call back into the service and wait.
+/// queue, a bridge subscriber's queue), so it must be quick and must not call back into the service and wait.
 public typealias FeedLogger = @Sendable (FeedLogEvent) -> Void
 
 /// One thing worth telling an operator: a change watch that lost its connection or got it back, a durable subscriber

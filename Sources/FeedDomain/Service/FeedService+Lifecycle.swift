@@ -41,7 +41,7 @@ extension FeedService {
     /// Later commands and queries fail with ``FeedError/serviceClosed``. Calling it again does nothing.
     ///
     /// It never waits for delivery, so a bridge sink or any other callback may call it: events already handed to
-    /// the delivery executor still reach the bridge's subscribers, afterwards; those still waiting to be read back
+    /// the bridge still reach its subscribers, afterwards; those still waiting to be read back
     /// from the log (a subscriber fell behind, see ``EventBridge``) are not delivered. Call
     /// ``waitForDelivery(through:timeout:)-43d7m`` first to see your last commit delivered. It waits for the watch's
     /// thread to end its current step (at most 5 seconds; at once when called on that thread) and for a command
@@ -54,7 +54,7 @@ extension FeedService {
     public func close() {
         guard lifecycle.close() else { return }
         sharedWatch.close()
-        bridge.sequencer.detachLog(owner: ObjectIdentifier(self))
+        bridge.fanout.detachLog(owner: ObjectIdentifier(self))
         backend.close()
         log(.serviceClosed, .info, "the service is closed")
     }
@@ -65,7 +65,7 @@ extension FeedService {
     /// Lets the bridge's delivery read from this service's log the events it does not keep in memory (a slow
     /// subscriber held it up); until ``close()``.
     func attachDeliveryLog() {
-        bridge.sequencer.attachLog(
+        bridge.fanout.attachLog(
             EventSequencer.LogSource(
                 owner: ObjectIdentifier(self),
                 read: { [weak self] after, limit in

@@ -156,7 +156,7 @@ public final class FeedService: Sendable {
     /// Commands from callers on other threads that overlap this call may share its transaction (group commit);
     /// each caller's commands still commit or fail together, and a failure in one caller's commands fails only
     /// that caller. The call returns once the transaction holding its commands committed; its events reach the
-    /// bridge's subscribers on the delivery executor (``waitForDelivery(through:timeout:)-43d7m``).
+    /// bridge's subscribers afterwards, each on its own queue (``waitForDelivery(through:timeout:)-43d7m``).
     ///
     /// - Returns: one result per command, in order.
     public func perform(_ commands: [LikeCommand]) throws(FeedError) -> [LikeResult] {
