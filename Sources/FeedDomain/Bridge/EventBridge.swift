@@ -1,7 +1,7 @@
 public import FeedPublishers
 public import FeedCore
 
-/// Where committed changes go out: seed 004's `GlobalEventBridge`, without the global singleton.
+/// Where committed changes go out: the app's one event bridge between screens, without a global singleton.
 ///
 /// Create one per database (``FeedService`` does) and hand it to whoever needs it. Outside code can only
 /// subscribe: ``likePublisher`` and ``changes`` are sealed read-only handles that cannot be cast or reflected back
@@ -42,8 +42,8 @@ public final class EventBridge: Sendable {
 
     /// Creates a bridge.
     ///
-    /// - Parameter logger: called once per like event, in seq order, on an executor of its own (seed 004's
-    ///   `EventPublisher` logger).
+    /// - Parameter logger: called once per like event, in seq order, on an executor of its own (a log line
+    ///   per like, for instance).
     public convenience init(logger: (@Sendable (LikeEvent) -> Void)? = nil) {
         self.init(logger: logger, deliveryLimit: EventSequencer.defaultLimit)
     }

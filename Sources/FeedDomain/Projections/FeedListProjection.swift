@@ -2,10 +2,10 @@ internal import FeedDependencies
 internal import FeedPublishers
 public import FeedCore
 
-/// The feed list of seed 004, made durable: a viewer's pages of posts, like counts and liked posts, kept current
+/// The feed list of the feed/detail flow, made durable: a viewer's pages of posts, like counts and liked posts, kept current
 /// by applying committed events.
 ///
-/// State is private: read it with ``callAsFunction(_:)`` (seed 002) — `feed(\.likedPostIDs)` — or subscribe to
+/// State is private: read it with ``callAsFunction(_:)`` through a key path — `feed(\.likedPostIDs)` — or subscribe to
 /// ``state``. It changes only through ``send(_:)``. Database work runs as effects through the `feedClient`
 /// dependency and answers with an action carrying a `Result`, so a failure lands in ``State/lastError``.
 ///
@@ -28,7 +28,7 @@ public final class FeedListProjection: Sendable {
         public var viewerID: String?
         /// The loaded posts, newest first.
         public var posts: [Post] = []
-        /// The posts the viewer likes, among those seen (seed 004's `likedPostIDs`).
+        /// The posts the viewer likes, among those seen (shown with ❤️).
         public var likedPostIDs: Set<String> = []
         /// Where the next page starts, or `nil` when the last page was loaded.
         public var nextCursor: FeedCursor?
@@ -89,7 +89,7 @@ public final class FeedListProjection: Sendable {
         }
     }
 
-    /// Reads one property of the state (seed 002): `feed(\.likedPostIDs)`.
+    /// Reads one property of the state through a key path: `feed(\.likedPostIDs)`.
     public func callAsFunction<Value>(_ keyPath: KeyPath<State, Value>) -> Value {
         loop.current[keyPath: keyPath]
     }
