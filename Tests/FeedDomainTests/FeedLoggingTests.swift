@@ -3,6 +3,7 @@ import FeedCore
 @testable import FeedDomain
 import FeedPublishers
 import FeedTestSupport
+import FeedTestThreads
 import Foundation
 import Testing
 
@@ -99,9 +100,13 @@ import Testing
         let watcher = try FeedService(location: location)
         defer { watcher.close() }
         let attempts = Box(0)
+        let headHeld = DispatchSemaphore(value: 0)
         // The blocker takes the event log's head first, waits until the like holds post1 and waits for the head, then
         // asks for post1: a cycle. The victim rolls back and runs again (the blocker's second attempt does nothing).
-        let blocking = Task.detached {
+        // Both blocking calls run on threads of their own, not on the cooperative pool: on a loaded machine (a
+        // sanitizer run of many suites) the like could otherwise wait for a pool thread past the blocker's wait, and
+        // the cycle would never close.
+        let blocking = Task.detached(executorPreference: ThreadPerJobExecutor.shared) {
             try blocker.backend.write(
                 { tx in
                     let first = attempts.withLock { count -> Bool in
@@ -110,6 +115,7 @@ import Testing
                     }
                     guard first else { return }
                     _ = try tx.userStatements.fetch("SELECT last_seq FROM event_log_head WHERE id = 1 FOR UPDATE", [])
+                    headHeld.signal()
                     let deadline = Date(timeIntervalSinceNow: 30)
                     while Date() < deadline {
                         let waiting = try watcher.backend.readOnce { tx in
@@ -123,7 +129,11 @@ import Testing
                     _ = try tx.userStatements.fetch("UPDATE posts SET like_count = like_count WHERE id = $1 RETURNING id", [.text("post1")])
                 }, afterCommit: { _ in })
         }
-        let like = Task.detached { try service.like(userID: "user2", postID: "post1") }
+        // The like starts once the blocker holds the head: started first, it could commit before the blocker began.
+        let like = Task.detached(executorPreference: ThreadPerJobExecutor.shared) {
+            guard headHeld.wait(timeout: .now() + 60) == .success else { throw CancellationError() }
+            return try service.like(userID: "user2", postID: "post1")
+        }
         _ = try await value(of: like, within: 60, "the like to commit")
         try await value(of: blocking, within: 60, "the blocker to commit")
         let retried = try #require(logged.values.first { $0.kind == .writeRetried }, "the retry is logged")
