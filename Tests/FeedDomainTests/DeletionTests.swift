@@ -115,6 +115,25 @@ import Testing
     }
 
     @Test(arguments: TestBackend.allCases)
+    func anOpenFeedDropsADeletedPost(on backend: TestBackend) throws {
+        let dir = TemporaryDirectory()
+        guard let service = try makeService(in: dir, on: backend) else { return }
+        defer { service.close() }
+        try withDependencies {
+            $0.feedClient = .live(service)
+        } operation: { () throws in
+            let feed = FeedListProjection(viewerID: "user2")
+            feed.send(.refresh)
+            try service.like(userID: "user2", postID: "post1")
+            #expect(feed(\.posts).map(\.id) == ["post3", "post2", "post1"])
+            let deletion = try service.deletePost(postID: "post1", by: "user1")
+            #expect(service.waitForDelivery(through: try #require(deletion.seq)))
+            #expect(feed(\.posts).map(\.id) == ["post3", "post2"])
+            #expect(!feed(\.likedPostIDs).contains("post1"))
+        }
+    }
+
+    @Test(arguments: TestBackend.allCases)
     func theAsyncFormsDeleteAndEraseToo(on backend: TestBackend) async throws {
         let dir = TemporaryDirectory()
         guard let service = try makeService(in: dir, on: backend) else { return }
