@@ -30,6 +30,23 @@ package enum JSONShapes {
         ])
     }
 
+    /// `{"postID","deleted","seq"}`.
+    package static func postDeletion(_ deletion: PostDeletion) -> JSONValue {
+        .object([
+            ("postID", .string(deletion.postID)), ("deleted", .bool(deletion.deleted)),
+            ("seq", deletion.seq.map(JSONValue.int) ?? .null),
+        ])
+    }
+
+    /// `{"userID","deleted","deletedPosts","removedLikes","seq"}`.
+    package static func userErasure(_ erasure: UserErasure) -> JSONValue {
+        .object([
+            ("userID", .string(erasure.userID)), ("deleted", .bool(erasure.deleted)),
+            ("deletedPosts", .number(erasure.deletedPosts)), ("removedLikes", .number(erasure.removedLikes)),
+            ("seq", erasure.seq.map(JSONValue.int) ?? .null),
+        ])
+    }
+
     /// `{"seq","kind","postID","userID","likeCount","at"}`.
     package static func event(_ event: EventRecord) -> JSONValue {
         .object([

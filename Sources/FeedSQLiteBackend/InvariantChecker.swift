@@ -8,7 +8,8 @@ public import FeedSQLite
 ///   and the source's counts, is at least its like rows, and every like row is the replica user's (`replica-likes`).
 /// - `log-order`: seqs are strictly increasing and gap-free from the first retained to the last.
 /// - `log-replay`: when the log is complete (never pruned, never bulk-loaded), replaying its likes and unlikes from
-///   an empty set gives exactly the likes table.
+///   an empty set gives exactly the likes table (an event of an erased user changes no like; `postDeleted` removes
+///   its post's likes).
 ///
 /// - Complexity: full scans of every table; meant for `feedsync check` and tests, not hot paths.
 public struct InvariantChecker {
@@ -67,11 +68,13 @@ public struct InvariantChecker {
         if try isLogComplete() {
             var replayed = Set<LikePair>()
             try EventLog(db).forEach(after: 0) { event in
+                // An event whose user was erased (empty user id) changes no like row; a deleted post takes its likes.
                 guard let postID = event.postID else { return }
                 switch event.kind {
-                case .liked: replayed.insert(LikePair(userID: event.userID, postID: postID))
-                case .unliked: replayed.remove(LikePair(userID: event.userID, postID: postID))
-                case .postCreated, .userCreated, .likeCountChanged: break
+                case .liked where !event.userID.isEmpty: replayed.insert(LikePair(userID: event.userID, postID: postID))
+                case .unliked where !event.userID.isEmpty: replayed.remove(LikePair(userID: event.userID, postID: postID))
+                case .postDeleted: replayed = replayed.filter { $0.postID != postID }
+                case .liked, .unliked, .postCreated, .userCreated, .likeCountChanged, .userDeleted: break
                 }
             }
             let actual = try LikeRepository(db).allPairs()

@@ -29,7 +29,7 @@ package struct HTTPAnswer: Sendable {
         return answer
     }
 
-    /// A ``FeedError`` as its status and code: unknown post or user 404, invalid value or limit 400, duplicates 409,
+    /// A ``FeedError`` as its status and code: unknown post or user 404, invalid value or limit 400, not the author 403, duplicates 409,
     /// pruned history 410, a busy or unreachable database (or a closing service) 503, anything else 500 — whose
     /// text, which may describe the database, goes to the log instead of the client.
     package static func feedError(_ error: FeedError) -> HTTPAnswer {
@@ -41,6 +41,7 @@ package struct HTTPAnswer: Sendable {
         case .postAlreadyExists: return self.error(409, code: "postAlreadyExists", error.description)
         case .userAlreadyExists: return self.error(409, code: "userAlreadyExists", error.description)
         case .historyPruned: return self.error(410, code: "historyPruned", error.description)
+        case .forbidden: return self.error(403, code: "forbidden", error.description)
         case .serviceClosed: return unavailable("the server is stopping; retry on another or later", retryAfter: 1)
         default:
             if error.category == .busy { return unavailable("the database is busy or unreachable; retry later", retryAfter: 1) }

@@ -24,11 +24,11 @@ enum W4Observed {
         func apply(_ event: EventRecord) {
             state.withLock { state in
                 state.notifications += 1
-                guard event.userID == userID, let postID = event.postID else { return }
+                guard let postID = event.postID else { return }
                 switch event.kind {
-                case .liked: state.ids.insert(postID)
-                case .unliked: state.ids.remove(postID)
-                case .postCreated, .userCreated, .likeCountChanged: break
+                case .liked where event.userID == userID: state.ids.insert(postID)
+                case .unliked where event.userID == userID, .postDeleted: state.ids.remove(postID)
+                case .liked, .unliked, .postCreated, .userCreated, .likeCountChanged, .userDeleted: break
                 }
             }
         }

@@ -127,7 +127,7 @@ import Testing
 
         func complete(_ words: String...) throws -> [String] { try Self.bashCompletions(words, script: file, bash: bash) }
         #expect(try complete("feedsync", "fe") == ["feed"])
-        #expect(try complete("feedsync", "user", "") == ["add", "list"])
+        #expect(try complete("feedsync", "user", "") == ["add", "list", "delete"])
         #expect(try complete("feedsync", "--db", "x.sqlite", "--user", "bob", "li") == ["like"])
         #expect(try complete("feedsync", "feed", "--l") == ["--limit"])
         #expect(try complete("feedsync", "user", "add", "--n") == ["--name", "--no-color"])

@@ -33,8 +33,9 @@ extension EndToEndTests {
                 Usage: feedsync user <command> [options]
 
                 Commands:
-                  user add   Create a user.
-                  user list  List the users, ordered by id.
+                  user add     Create a user.
+                  user list    List the users, ordered by id.
+                  user delete  Erase a user: their posts, likes, tokens and replicas' sync records; the log no longer names them.
 
                 See 'feedsync user <command> --help' for details.
 

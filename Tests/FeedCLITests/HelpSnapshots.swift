@@ -10,7 +10,9 @@ enum HelpSnapshots {
           status        Show the database's path, schema version, pending migrations, counts and last seq.
           user add      Create a user.
           user list     List the users, ordered by id.
+          user delete   Erase a user: their posts, likes, tokens and replicas' sync records; the log no longer names them.
           post add      Create a post; prints its id.
+          post delete   Delete a post with its likes, as the operator (any post).
           feed          Show the feed, newest first, with ❤️ on the posts the viewer likes.
           show          Show one post: text, author, time, likes, and whether the viewer likes it.
           like          Like a post (liking a liked post changes nothing).

@@ -18,7 +18,7 @@ import Testing
         Failure(arguments: ["zzzzzz"], error: .unknownCommand("zzzzzz", suggestion: nil)),
         Failure(arguments: ["user"], error: .missingSubcommand(group: "user")),
         Failure(arguments: ["post"], error: .missingSubcommand(group: "post")),
-        Failure(arguments: ["user", "delete"], error: .unknownSubcommand(group: "user", "delete")),
+        Failure(arguments: ["user", "remove"], error: .unknownSubcommand(group: "user", "remove")),
         Failure(arguments: ["help", "nope"], error: .unknownCommand("nope", suggestion: nil)),
         Failure(arguments: ["help", "user", "nope"], error: .unknownSubcommand(group: "user", "nope")),
         Failure(arguments: ["feed", "--bogus"], error: .unknownOption("--bogus", command: "feed")),

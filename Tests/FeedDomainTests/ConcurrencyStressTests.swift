@@ -276,7 +276,7 @@ import Testing
                 } else {
                     worker.step("seq \(event.seq) (\(event.kind)) on \(thread): recorded")
                 }
-            case .userCreated, .likeCountChanged:
+            case .userCreated, .likeCountChanged, .postDeleted, .userDeleted:
                 worker.step("seq \(event.seq) (\(event.kind)) on \(thread): recorded")
             }
         }

@@ -145,7 +145,7 @@ extension DurableSubscriberHardeningTests {
                 switch event.kind {
                 case .liked: try db.run("INSERT INTO like_mirror (user_id, post_id) VALUES (?, ?)", event.userID, post)
                 case .unliked: try db.run("DELETE FROM like_mirror WHERE user_id = ? AND post_id = ?", event.userID, post)
-                case .postCreated, .userCreated, .likeCountChanged: break
+                case .postCreated, .userCreated, .likeCountChanged, .postDeleted, .userDeleted: break
                 }
             },
             rebuild: { db in

@@ -5,6 +5,8 @@ enum Command: Sendable, Hashable {
     case userAdd(UserAddCommand)
     case userList
     case postAdd(PostAddCommand)
+    case postDelete(postID: String)
+    case userDelete(userID: String)
     case feed(FeedCommand)
     case show(postID: String)
     case like(LikeActionCommand)

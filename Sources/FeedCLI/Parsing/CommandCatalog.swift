@@ -38,6 +38,12 @@ enum CommandCatalog {
             arguments: [], options: [], needsUser: false, notes: [],
             database: .reads),
         CommandSpec(
+            path: ["user", "delete"],
+            summary: "Erase a user: their posts, likes, tokens and replicas' sync records; the log no longer names them.",
+            arguments: [ArgumentSpec(name: "ID", help: "The user's id.")], options: [], needsUser: false,
+            notes: ["Erasing an unknown user changes nothing (an erased id leaves no trace)."],
+            database: .writes),
+        CommandSpec(
             path: ["post", "add"], summary: "Create a post; prints its id.",
             arguments: [ArgumentSpec(name: "TEXT", help: "The post's text (quote it; 1 to 10,000 characters).")],
             options: [
@@ -47,6 +53,13 @@ enum CommandCatalog {
                 OptionSpec(name: "id", valueName: "POSTID", help: "The new post's id (default: generated)."),
             ],
             needsUser: false, notes: ["Use -- before a text that starts with a dash."],
+            database: .writes),
+        CommandSpec(
+            path: ["post", "delete"], summary: "Delete a post with its likes, as the operator (any post).",
+            arguments: [ArgumentSpec(name: "POST", help: "The post's id.")], options: [], needsUser: false,
+            notes: [
+                "Deleting a deleted post changes nothing; its id is never used again. Exit status 65 when no post had this id."
+            ],
             database: .writes),
         CommandSpec(
             path: ["feed"], summary: "Show the feed, newest first, with ❤️ on the posts the viewer likes.",

@@ -125,6 +125,8 @@ enum CommandParser {
         case "post add":
             // A missing --author is checked once the database is open: on a replica it defaults to the replica's user.
             return .postAdd(PostAddCommand(authorID: options.string("author"), postID: options.string("id"), text: words[0]))
+        case "post delete": return .postDelete(postID: words[0])
+        case "user delete": return .userDelete(userID: words[0])
         case "feed": return .feed(try feedOptions(options, defaultLimit: Limits.defaultFeedPage))
         case "show": return .show(postID: words[0])
         case "like", "unlike", "toggle":

@@ -29,6 +29,7 @@ struct CLIError: Error, Sendable, Hashable {
             case .busy, .cancelled: .busy
             case .historyPruned: .historyPruned
             case .handler: .software
+            case .forbidden: .forbidden
             }
         self.init(Self.describe(error), exitCode: status)
     }
@@ -57,6 +58,7 @@ struct CLIError: Error, Sendable, Hashable {
         case .userAlreadyExists: "\(error). See 'feedsync user list'."
         case .postAlreadyExists: "\(error). Choose another --id, or leave it out to generate one."
         case .invalidValue, .invalidLimit: "\(error)."
+        case .forbidden: "\(error). Run the command as that post's author, or without --user as the operator."
         case .storage(let storage): describe(storage)
         case .databaseReplaced: "\(error)."
         case .subscriberTaken: "\(error). Stop the other instance, or try again later."

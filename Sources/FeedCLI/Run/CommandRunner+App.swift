@@ -16,15 +16,17 @@ extension CommandRunner {
         let notices = service.bridge.changes.sink { event in
             guard event.userID != viewer, let postID = event.postID else { return }
             switch event.kind {
-            case .liked, .unliked:
+            case .liked where !event.userID.isEmpty, .unliked where !event.userID.isEmpty:
                 let count = event.likeCount.map { $0 == 1 ? "1 like" : "\($0) likes" } ?? ""
                 output.notice("· \(TextSanitizer.clean(event.userID)) \(event.kind.rawValue) \(TextSanitizer.clean(postID)) (\(count))")
             case .postCreated:
                 output.notice("· \(TextSanitizer.clean(event.userID)) posted \(TextSanitizer.clean(postID))")
-            case .likeCountChanged:
+            case .likeCountChanged, .liked, .unliked:
                 let count = event.likeCount.map { $0 == 1 ? "1 like" : "\($0) likes" } ?? ""
                 output.notice("· \(TextSanitizer.clean(postID)) now has \(count)")
-            case .userCreated:
+            case .postDeleted:
+                output.notice("· \(TextSanitizer.clean(postID)) was deleted")
+            case .userCreated, .userDeleted:
                 break
             }
         }

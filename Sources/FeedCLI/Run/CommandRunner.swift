@@ -19,6 +19,8 @@ struct CommandRunner: Sendable {
         case .userAdd(let command): return try userAdd(command)
         case .userList: return try userList()
         case .postAdd(let command): return try postAdd(command)
+        case .postDelete(let postID): return try postDelete(postID)
+        case .userDelete(let userID): return try userDelete(userID)
         case .feed(let command): return try feed(command)
         case .show(let postID): return try show(postID)
         case .like(let command): return try like(command)

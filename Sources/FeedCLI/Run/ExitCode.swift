@@ -18,4 +18,6 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
     /// `EX_TEMPFAIL`: the database stayed locked beyond the busy timeout, or the server was unreachable, or the call
     /// was cancelled before it started; try again.
     case busy = 75
+    /// `EX_NOPERM`: the acting user may not do what it asked (deleting another user's post).
+    case forbidden = 77
 }

@@ -13,6 +13,8 @@ extension FeedTransaction {
     package var maintenance: any FeedMaintenance { required(as: (any FeedMaintenance).self) }
     /// Statements of yours (a transactional durable subscriber's effects): the one place user SQL runs.
     package var userStatements: any FeedUserStatements { required(as: (any FeedUserStatements).self) }
+    /// Deleting posts and erasing users.
+    package var deletion: any FeedDeletion { required(as: (any FeedDeletion).self) }
     /// The replica tables, or `nil` on a backend that has no replicas.
     package var replicaStore: (any ReplicaStore)? { self as? any ReplicaStore }
 

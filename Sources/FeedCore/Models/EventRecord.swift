@@ -13,6 +13,10 @@ public enum EventKind: String, Sendable, Hashable, Codable, CaseIterable {
     /// On a replica: the post's like count changed through likes of other users, whose ids a replica never receives
     /// (``EventRecord/userID`` is empty).
     case likeCountChanged
+    /// A post was deleted, with its likes (``EventRecord/userID`` is its author, or empty when the author was erased).
+    case postDeleted
+    /// A user was erased (``EventRecord/userID`` is empty: the log names an erased user nowhere, this event included).
+    case userDeleted
 }
 
 /// One row of the append-only event log.
@@ -21,9 +25,10 @@ public struct EventRecord: Sendable, Hashable, Codable {
     public let seq: Int64
     /// What happened.
     public let kind: EventKind
-    /// The acting user (the liker, the author, or the created user); empty for ``EventKind/likeCountChanged``.
+    /// The acting user (the liker, the author, or the created user); empty for ``EventKind/likeCountChanged`` and
+    /// ``EventKind/userDeleted``, and in every event of a user who was erased since.
     public let userID: String
-    /// The post concerned; `nil` for ``EventKind/userCreated``.
+    /// The post concerned; `nil` for ``EventKind/userCreated`` and ``EventKind/userDeleted``.
     public let postID: String?
     /// The post's like count after the change, for likes, unlikes and count changes.
     public let likeCount: Int?

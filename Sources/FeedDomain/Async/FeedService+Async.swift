@@ -68,6 +68,22 @@ extension FeedService {
         try await onPool { () throws(FeedError) in try self.unlike(userID: userID, postID: postID) }
     }
 
+    /// Deletes a post, without blocking the calling task's thread.
+    ///
+    /// The async form of ``deletePost(postID:by:)``: idempotent; only its author (or the operator, `nil`) may.
+    @discardableResult
+    public func deletePost(postID: String, by actor: String?) async throws(FeedError) -> PostDeletion {
+        try await onPool { () throws(FeedError) in try self.deletePost(postID: postID, by: actor) }
+    }
+
+    /// Erases a user, without blocking the calling task's thread.
+    ///
+    /// The async form of ``deleteUser(userID:)``.
+    @discardableResult
+    public func deleteUser(userID: String) async throws(FeedError) -> UserErasure {
+        try await onPool { () throws(FeedError) in try self.deleteUser(userID: userID) }
+    }
+
     /// Likes or unlikes a post, whichever changes it, without blocking the calling task's thread.
     ///
     /// The async form of ``toggle(userID:postID:)``.

@@ -86,7 +86,7 @@ public final class EventBridge: Sendable {
         switch event.kind {
         case .liked: return .liked(postID: postID)
         case .unliked: return .unliked(postID: postID)
-        case .postCreated, .userCreated, .likeCountChanged: return nil
+        case .postCreated, .userCreated, .likeCountChanged, .postDeleted, .userDeleted: return nil
         }
     }
 

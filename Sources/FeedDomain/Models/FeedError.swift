@@ -18,6 +18,8 @@ public enum FeedError: Error, Sendable, Hashable {
     case invalidValue(field: String, value: String, reason: String)
     /// A page size outside `1...maximum`.
     case invalidLimit(Int, maximum: Int)
+    /// The acting user may not do this: `userID` is not the author of the post `postID` it tried to delete.
+    case forbidden(userID: String, postID: String)
     /// The database failed; the storage error says how.
     case storage(StorageError)
     /// The database file being followed was deleted or replaced by another file (its device and inode changed):
@@ -45,6 +47,8 @@ public enum FeedError: Error, Sendable, Hashable {
     public enum Category: Sendable, Hashable {
         /// Bad data from the caller: unknown or invalid ids and text, duplicates, limits.
         case data
+        /// The acting user may not do what it asked (``FeedError/forbidden(userID:postID:)``).
+        case forbidden
         /// The database cannot be used: not a database, cannot open, read-only, newer schema.
         case database
         /// Another connection held a lock beyond the busy timeout, the server connection was lost, or a statement
@@ -69,6 +73,7 @@ public enum FeedError: Error, Sendable, Hashable {
             .data
         case .storage, .databaseReplaced, .serviceClosed: .database
         case .historyPruned: .historyPruned
+        case .forbidden: .forbidden
         case .handlerFailed: .handler
         case .cancelled: .cancelled
         }
@@ -108,6 +113,8 @@ extension FeedError: CustomStringConvertible {
         case .invalidValue(let field, let value, let reason):
             value.isEmpty ? "invalid \(field): \(reason)" : "invalid \(field) \(FeedError.quoted(value)): \(reason)"
         case .invalidLimit(let limit, let maximum): "invalid limit \(limit): use 1 to \(maximum)"
+        case .forbidden(let userID, let postID):
+            "user \(FeedError.quoted(userID)) may not delete post \(FeedError.quoted(postID)): only its author may"
         case .storage(let error): error.description
         case .subscriberTaken(let name):
             "durable subscriber \(FeedError.quoted(name)) runs elsewhere; only one instance may hold the name at a time"

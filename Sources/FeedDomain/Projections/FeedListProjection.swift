@@ -166,7 +166,11 @@ public final class FeedListProjection: Sendable {
             return []
         case .postCreated:
             return [.loadPost(id: postID, viewerID: state.viewerID)]
-        case .userCreated:
+        case .postDeleted:
+            state.posts.removeAll { $0.id == postID }
+            state.likedPostIDs.remove(postID)
+            return []
+        case .userCreated, .userDeleted:
             return []
         }
     }

@@ -148,7 +148,7 @@ extension FeedService {
                     let through = events.last?.record.seq ?? position.lastSeq
                     let confirmed = client.flatMap { $0.lastMutationSeq <= through ? $0.lastMutation : nil }
                     return PullResponse(
-                        changes: events.map { Self.change(for: $0, viewer: userID) }, snapshot: nil, resync: false,
+                        changes: events.compactMap { Self.change(for: $0, viewer: userID) }, snapshot: nil, resync: false,
                         through: through, bulkGeneration: baseline.bulkGeneration, hasMore: events.count == limit,
                         lastMutation: confirmed.flatMap { $0 > 0 ? $0 : nil })
                 }
@@ -208,14 +208,17 @@ extension FeedService {
         case anotherUser, unknownUser, badSnapshot
     }
 
-    /// How the replica's user sees one event of the source.
-    private static func change(for source: SyncSourceEvent, viewer: String) -> SyncChange {
+    /// How the replica's user sees one event of the source, or `nil` for one a replica does not apply: a deletion,
+    /// and the creation of a user or post that is gone since (an erased user, a deleted post).
+    private static func change(for source: SyncSourceEvent, viewer: String) -> SyncChange? {
         let event = source.record.seen(by: viewer)
         let at = millis(event.at)
         switch event.kind {
         case .userCreated:
+            guard !event.userID.isEmpty else { return nil }
             return SyncChange(seq: event.seq, kind: .user, userID: event.userID, name: source.userName ?? "", at: at)
         case .postCreated:
+            guard !event.userID.isEmpty, source.postBody != nil else { return nil }
             return SyncChange(
                 seq: event.seq, kind: .post, userID: event.userID, postID: event.postID, body: source.postBody ?? "",
                 likeCount: source.postBody == nil ? nil : 0, at: at)
@@ -225,6 +228,8 @@ extension FeedService {
                 seq: event.seq, kind: .like, postID: event.postID, liked: event.kind == .liked, likeCount: event.likeCount, at: at)
         case .likeCountChanged:
             return SyncChange(seq: event.seq, kind: .likeCount, postID: event.postID, likeCount: event.likeCount, at: at)
+        case .postDeleted, .userDeleted:
+            return nil
         }
     }
 

@@ -238,7 +238,13 @@ public final class FeedService: Sendable {
         Self.remember(key, for: viewerID, in: userKeys)
     }
 
-    /// The integer key of a viewer, cached: users are never deleted, so a key never changes.
+    /// Forgets an erased user's key.
+    func forgetViewerKey(_ viewerID: String) {
+        _ = userKeys.withLock { $0.removeValue(forKey: viewerID) }
+    }
+
+    /// The integer key of a viewer, cached: a user's key never changes while the user exists (erasing one forgets
+    /// it here).
     func viewerKey(_ viewerID: String, tx: any FeedTransaction) throws -> Int64 {
         if let key = userKeys.withLock({ $0[viewerID] }) { return key }
         guard let key = try tx.userKey(for: viewerID) else { throw FeedError.userNotFound(viewerID) }

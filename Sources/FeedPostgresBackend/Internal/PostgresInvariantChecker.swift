@@ -10,7 +10,8 @@ internal import FeedCore
 ///   chooses the feed page's form of the like flag).
 /// - `log-order`: seqs are gap-free from the first retained to the last.
 /// - `log-replay`: when the log is complete (never pruned, never bulk-loaded), replaying its likes and unlikes from
-///   an empty set gives exactly the likes table — computed in SQL (the last like or unlike of each pair decides),
+///   an empty set gives exactly the likes table — computed in SQL (the last like or unlike of each pair decides,
+///   unless its post was deleted after it; an event of an erased user, whose id is empty, changes no like),
 ///   reporting at most 20 pairs each way, sorted by post then user.
 ///
 /// - Complexity: full scans of every table; meant for `feedsync check` and tests, not hot paths.
@@ -100,10 +101,14 @@ struct PostgresInvariantChecker {
             let replay = try run(
                 """
                 WITH last AS (
-                    SELECT DISTINCT ON (user_id, post_id) user_id, post_id, kind
-                    FROM events WHERE kind IN ('liked', 'unliked') ORDER BY user_id, post_id, seq DESC
+                    SELECT DISTINCT ON (user_id, post_id) user_id, post_id, kind, seq
+                    FROM events WHERE kind IN ('liked', 'unliked') AND user_id <> '' ORDER BY user_id, post_id, seq DESC
                 ),
-                replayed AS (SELECT user_id, post_id FROM last WHERE kind = 'liked'),
+                replayed AS (
+                    SELECT user_id, post_id FROM last
+                    WHERE kind = 'liked'
+                      AND NOT EXISTS (SELECT 1 FROM events d WHERE d.kind = 'postDeleted' AND d.post_id = last.post_id AND d.seq > last.seq)
+                ),
                 actual AS (
                     SELECT u.id AS user_id, p.id AS post_id FROM likes l
                     JOIN users u ON u.user_key = l.user_key JOIN posts p ON p.post_key = l.post_key

@@ -112,7 +112,8 @@ final class PostgresTransaction: FeedTransaction {
         let result = try run(
             """
             INSERT INTO posts (id, author_id, body, created_at)
-            SELECT $1::text, u.id, $3::text, $4::bigint FROM users u WHERE u.id = $2::text
+            SELECT $1::text, u.id, $3::text, $4::bigint FROM users u
+            WHERE u.id = $2::text AND NOT EXISTS (SELECT 1 FROM deleted_posts d WHERE d.id = $1::text)
             ON CONFLICT (id) DO NOTHING
             RETURNING post_key
             """,
@@ -127,7 +128,9 @@ final class PostgresTransaction: FeedTransaction {
         guard let key = result.scalarInt64 else {
             // Nothing inserted: the id is taken (checked first, as SQLite's UNIQUE fails before its foreign key), or
             // the author is missing.
-            if try run("SELECT EXISTS (SELECT 1 FROM posts WHERE id = $1)", [.text(id)]).bool(0, 0) == true {
+            // A deleted post's id is never given to another post.
+            let taken = "SELECT EXISTS (SELECT 1 FROM posts WHERE id = $1) OR EXISTS (SELECT 1 FROM deleted_posts WHERE id = $1)"
+            if try run(taken, [.text(id)]).bool(0, 0) == true {
                 throw StorageError.postAlreadyExists(id)
             }
             throw StorageError.userNotFound(authorID)

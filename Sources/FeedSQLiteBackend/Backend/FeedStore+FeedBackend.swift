@@ -1,6 +1,7 @@
 public import FeedCore
 internal import FeedMigrations
 internal import FeedSQLite
+internal import Foundation
 
 /// ``FeedStore`` is the SQLite backend: a file (or in-memory) database with one writer connection and a pool of
 /// readers.
@@ -21,12 +22,27 @@ extension FeedStore: FeedBackend {
     package func write<T>(_ body: (any FeedTransaction) throws -> T, afterCommit: (T) -> Void) throws -> T {
         do {
             return try database.writeWithoutTransaction { db in
-                let result = try db.transaction(.immediate) { db in try body(SQLiteTransaction(db, likeKeys: likeKeys)) }
+                let tx = SQLiteTransaction(db, likeKeys: likeKeys)
+                defer { if tx.securelyDeleting { Self.endSecureDelete(on: db) } }
+                let result = try db.transaction(.immediate) { _ in try body(tx) }
                 afterCommit(result)
                 return result
             }
         } catch {
             throw Self.storageError(error, path: path)
+        }
+    }
+
+    /// After a transaction that deleted rows with `secure_delete` on: turns it off again and checkpoints the WAL with
+    /// `TRUNCATE`, so that the old page images of the deleted rows leave the `-wal` file (the database file's pages
+    /// were zeroed). Readers that hold the WAL make it retry, a few times; a checkpoint that still cannot finish
+    /// leaves the work to the next one.
+    private static func endSecureDelete(on db: Connection) {
+        _ = try? db.execute("PRAGMA secure_delete = OFF")
+        for attempt in 0..<20 {
+            let busy = (try? db.fetchInt64("PRAGMA wal_checkpoint(TRUNCATE)")) ?? 1
+            if busy == 0 { return }
+            Thread.sleep(forTimeInterval: 0.005 * Double(attempt + 1))
         }
     }
 

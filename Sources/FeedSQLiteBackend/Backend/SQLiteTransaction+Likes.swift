@@ -88,9 +88,9 @@ extension SQLiteTransaction {
     }
 }
 
-/// Integer keys of users and posts by text id, for the like commands of one store. Users and posts are never
-/// deleted and their keys never change, so a key, once read from a committed row, stays true; the caches are
-/// bounded and simply cleared when full.
+/// Integer keys of users and posts by text id, for the like commands of one store. A key never changes while its row
+/// lives, so a key read from a committed row stays true until the row is deleted, which forgets it here; the caches
+/// are bounded and simply cleared when full.
 ///
 /// `@unchecked Sendable`: both dictionaries are read and written only while `lock` is held.
 final class LikeKeyCache: @unchecked Sendable {
@@ -110,6 +110,14 @@ final class LikeKeyCache: @unchecked Sendable {
         defer { lock.unlock() }
         if users.count >= Self.limit { users.removeAll(keepingCapacity: true) }
         users[id] = key
+    }
+
+    /// Forgets the keys of a deleted post or erased user.
+    func forget(postIDs: [String] = [], userID: String? = nil) {
+        lock.lock()
+        defer { lock.unlock() }
+        for id in postIDs { posts[id] = nil }
+        if let userID { users[userID] = nil }
     }
 
     func remember(post key: Int64, for id: String) {

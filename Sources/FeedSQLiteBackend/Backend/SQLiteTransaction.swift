@@ -11,6 +11,9 @@ public final class SQLiteTransaction: FeedTransaction {
     public let connection: Connection
     /// The store's cache of user and post keys for like commands; `nil` looks every key up.
     let likeKeys: LikeKeyCache?
+    /// Whether a deletion turned `secure_delete` on: the store turns it off after the transaction and checkpoints
+    /// the WAL, so that no page image of the deleted rows stays in the files.
+    var securelyDeleting = false
 
     /// A transaction on `connection`, which must already be inside the transaction or snapshot.
     public init(_ connection: Connection) {

@@ -25,6 +25,10 @@ public struct PostRepository {
         try Validation.checkID(id, field: "post id")
         try Validation.checkID(authorID, field: "author id")
         try Validation.checkBody(body)
+        // A deleted post's id is never given to another post.
+        if try db.mapErrors({ try db.fetchInt64("SELECT count(*) FROM deleted_posts WHERE id = ?", id) }) == 1 {
+            throw StorageError.postAlreadyExists(id)
+        }
         let key: Int64 = try db.mapErrors(
             {
                 try db.run(
