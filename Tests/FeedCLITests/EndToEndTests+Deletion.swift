@@ -38,4 +38,24 @@ extension EndToEndTests {
         #expect(again.stdout == "No user alice: nothing to erase.\n")
         #expect(try feedsync("check").status == 0)
     }
+
+    @Test(arguments: TestBackend.allCases) func appLeavesTheDetailOfAPostDeletedMeanwhileForTheFeed(on backend: TestBackend) throws {
+        guard try use(backend) else { return }
+        try demoDatabase()
+        let app = try RunningCLI(["app", "--user", "bob"], environment: environment())
+        #expect(app.waitFor("Feed for bob"))
+        app.send("open post3")
+        #expect(app.waitFor("('like', 'unlike', 'toggle', 'back')"))
+        #expect(try feedsync("post", "delete", "post3").status == 0)
+        #expect(app.waitFor("· post3 was deleted"), "\(app.stdout)\n\(app.stderr)")
+        app.send("like")
+        app.send("quit")
+        #expect(app.waitForExit() == 0)
+        #expect(app.stderr.contains("Error: post \"post3\" was deleted. Back to the feed."))
+        let lastFeed = try #require(app.stdout.components(separatedBy: "Feed for bob").last)
+        #expect(!lastFeed.contains("post3"))
+        #expect(lastFeed.contains("post1"))
+        // The like went nowhere: the log's last event is the deletion.
+        #expect(try feedsync("events", "--json").stdout.components(separatedBy: "\n").last { !$0.isEmpty }?.contains("postDeleted") == true)
+    }
 }

@@ -36,6 +36,11 @@ final class AppSession {
 
     /// Handles one action; returns `false` for quit.
     private func handle(_ action: AppAction) -> Bool {
+        // The open post was deleted meanwhile: say so and go back to the feed, which has already dropped it.
+        if case .detail(let detail) = screen, detail(\.isDeleted) {
+            leave(deleted: detail)
+            if [.like, .unlike, .toggle, .back].contains(action) { return true }
+        }
         switch action {
         case .quit:
             return false
@@ -75,6 +80,10 @@ final class AppSession {
             detail.send(action == .like ? .like : action == .unlike ? .unlike : .toggle)
             // The feed learns of the change on its bridge queue: 'back' shows it once it arrived.
             bridge.waitForDelivery(through: detail(\.lastAppliedSeq))
+            if detail(\.isDeleted) {
+                leave(deleted: detail)
+                return true
+            }
             if let error = detail(\.lastError) {
                 output.error(CLIError(error).message)
                 detail.send(.dismissError)
@@ -82,6 +91,12 @@ final class AppSession {
             showDetail(detail)
         }
         return true
+    }
+
+    private func leave(deleted detail: PostDetailProjection) {
+        output.error("Error: post \(FeedError.quoted(detail(\.postID))) was deleted. Back to the feed.")
+        screen = .feed
+        showFeed()
     }
 
     private func showFeed() {

@@ -15,6 +15,7 @@ public import FeedCore
 /// detail.send(.like)
 /// detail(\.liked)        // true
 /// detail(\.lastError)    // nil, or why the like failed
+/// detail(\.isDeleted)    // true once the post was deleted: go back to the feed
 /// ```
 public final class PostDetailProjection: Sendable {
     /// Everything the detail view shows.
@@ -33,6 +34,9 @@ public final class PostDetailProjection: Sendable {
         public var lastError: FeedError?
         /// The seq of the last event applied.
         public var lastAppliedSeq: Int64 = 0
+        /// Whether the post was deleted while the view showed it (by its author, by the operator, or with its author's
+        /// account): the view says so and goes back to the feed, which has already dropped the post.
+        public var isDeleted = false
 
         /// A state with nothing loaded.
         public init(postID: String, viewerID: String?) {
@@ -115,11 +119,21 @@ public final class PostDetailProjection: Sendable {
             state.post = detail.post
             state.liked = detail.liked
             return []
-        case .loaded(.failure(let error)), .commandResponse(.failure(let error)):
+        case .loaded(.failure(let error)):
             state.isBusy = false
             state.lastError = error
             return []
+        case .commandResponse(.failure(let error)):
+            state.isBusy = false
+            state.lastError = error
+            // The post went while the command was on its way: the like failed with the unknown-post error.
+            if case .postNotFound = error, state.post != nil { markDeleted(&state) }
+            return []
         case .like, .unlike, .toggle:
+            guard !state.isDeleted else {
+                state.lastError = .postNotFound(state.postID)
+                return []
+            }
             guard let viewerID = state.viewerID else {
                 state.lastError = .invalidValue(field: "user id", value: "", reason: "choose a user to like posts as (--user)")
                 return []
@@ -142,6 +156,10 @@ public final class PostDetailProjection: Sendable {
         case .eventReceived(let event):
             guard event.seq > state.lastAppliedSeq, event.postID == state.postID else { return [] }
             state.lastAppliedSeq = event.seq
+            if event.kind == .postDeleted {
+                markDeleted(&state)
+                return []
+            }
             if let count = event.likeCount { state.post?.likeCount = count }
             if event.userID == state.viewerID, event.kind == .liked || event.kind == .unliked {
                 state.liked = event.kind == .liked
@@ -151,6 +169,12 @@ public final class PostDetailProjection: Sendable {
             state.lastError = nil
             return []
         }
+    }
+
+    private static func markDeleted(_ state: inout State) {
+        state.isDeleted = true
+        state.liked = false
+        state.post?.likeCount = 0
     }
 
     static func run(_ effect: Effect, client: FeedClient) -> Action? {
