@@ -38,3 +38,11 @@ CREATE TABLE deleted_posts (
     id         TEXT    PRIMARY KEY NOT NULL CHECK (length(id) BETWEEN 1 AND 64),
     deleted_at INTEGER NOT NULL
 ) WITHOUT ROWID;
+
+-- A counter every deletion moves. A process caches the integer keys of users and posts for its like commands, and
+-- SQLite may give a deleted row's key to the next row inserted; a process that finds the counter moved since it last
+-- looked drops its cache, so it never uses a key of a row that another process deleted.
+CREATE TABLE deletions (
+    epoch INTEGER NOT NULL
+);
+INSERT INTO deletions (epoch) VALUES (0);

@@ -89,3 +89,31 @@ extension DeletionTests {
         #expect(delivered.map(\.kind) == written.map(\.kind))
     }
 }
+
+/// Two services on one database (two processes, as far as either knows): one deletes what the other used a moment
+/// ago, and SQLite may hand the deleted rows' keys to new rows.
+extension DeletionTests {
+    @Test(arguments: TestBackend.allCases)
+    func anotherConnectionsDeletionIsSeenByTheNextLike(on backend: TestBackend) throws {
+        let dir = TemporaryDirectory()
+        guard let location = try backend.makeLocation(in: dir) else { return }
+        let first = try makeService(at: location)
+        defer { first.close() }
+        let second = try FeedService(location: location)
+        defer { second.close() }
+        // The first service has used the newest post and user, so it knows their keys.
+        try first.like(userID: "user3", postID: "post3")
+        try first.unlike(userID: "user3", postID: "post3")
+
+        try second.deletePost(postID: "post3", by: "user1")
+        try second.deleteUser(userID: "user3")
+        try second.createUser(id: "user4")
+        try second.createPost(id: "post4", authorID: "user4", body: "takes the newest key")
+
+        #expect(throws: FeedError.postNotFound("post3")) { try first.like(userID: "user2", postID: "post3") }
+        #expect(throws: FeedError.userNotFound("user3")) { try first.like(userID: "user3", postID: "post1") }
+        #expect(try first.post(id: "post4", viewerID: nil).post.likeCount == 0)
+        #expect(try first.like(userID: "user4", postID: "post4").likeCount == 1)
+        #expect(try first.check().isEmpty)
+    }
+}

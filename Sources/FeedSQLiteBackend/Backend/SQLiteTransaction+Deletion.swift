@@ -68,10 +68,12 @@ extension SQLiteTransaction: FeedDeletion {
         likeKeys?.forget(postIDs: [id])
     }
 
-    /// Zeroes freed content for the rest of this transaction; the store turns it off and checkpoints after it.
+    /// Zeroes freed content for the rest of this transaction (the store turns it off and checkpoints after it), and
+    /// moves the deletion counter, so every process drops the keys it cached.
     private func beginSecureDelete() throws {
         guard !securelyDeleting else { return }
         try connection.execute("PRAGMA secure_delete = ON")
         securelyDeleting = true
+        try connection.run("UPDATE deletions SET epoch = epoch + 1")
     }
 }

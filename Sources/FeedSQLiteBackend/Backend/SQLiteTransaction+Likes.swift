@@ -67,6 +67,12 @@ extension SQLiteTransaction {
     /// The keys of a user and a post: from the store's cache; a key not cached is looked up alone (one index probe),
     /// both in one query when neither is — which also proves that they exist.
     private func cachedKeys(userID: String, postID: String) throws -> (user: Int64, post: Int64) {
+        if let likeKeys, !likeKeysChecked {
+            // Another process may have deleted a cached row (and SQLite may give its key to a new one): the counter
+            // every deletion moves says whether the cache still holds.
+            likeKeys.check(deletionEpoch: try connection.fetchInt64("SELECT epoch FROM deletions") ?? 0)
+            likeKeysChecked = true
+        }
         let cached = likeKeys?.keys(userID: userID, postID: postID) ?? (nil, nil)
         switch cached {
         case (let user?, let post?):
@@ -89,15 +95,29 @@ extension SQLiteTransaction {
 }
 
 /// Integer keys of users and posts by text id, for the like commands of one store. A key never changes while its row
-/// lives, so a key read from a committed row stays true until the row is deleted, which forgets it here; the caches
-/// are bounded and simply cleared when full.
+/// lives, so a key read from a committed row stays true until the row is deleted: a deletion in this store forgets
+/// it here, and one in any other process moves the database's deletion counter, which clears the cache at the next
+/// write transaction that uses it. The caches are bounded and simply cleared when full.
 ///
-/// `@unchecked Sendable`: both dictionaries are read and written only while `lock` is held.
+/// `@unchecked Sendable`: the dictionaries and the epoch are read and written only while `lock` is held.
 final class LikeKeyCache: @unchecked Sendable {
     private static let limit = 100_000
     private let lock = NSLock()
     private var users: [String: Int64] = [:]
     private var posts: [String: Int64] = [:]
+    /// The deletion counter the cached keys were read under.
+    private var epoch: Int64?
+
+    /// Clears the cache when the database's deletion counter moved since the keys were read; called inside a write
+    /// transaction, which no deletion can interleave with.
+    func check(deletionEpoch: Int64) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard epoch != deletionEpoch else { return }
+        users.removeAll(keepingCapacity: true)
+        posts.removeAll(keepingCapacity: true)
+        epoch = deletionEpoch
+    }
 
     func keys(userID: String, postID: String) -> (user: Int64?, post: Int64?) {
         lock.lock()

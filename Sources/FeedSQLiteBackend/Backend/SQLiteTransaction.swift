@@ -14,6 +14,8 @@ public final class SQLiteTransaction: FeedTransaction {
     /// Whether a deletion turned `secure_delete` on: the store turns it off after the transaction and checkpoints
     /// the WAL, so that no page image of the deleted rows stays in the files.
     var securelyDeleting = false
+    /// Whether this transaction checked ``likeKeys`` against the database's deletion counter.
+    var likeKeysChecked = false
 
     /// A transaction on `connection`, which must already be inside the transaction or snapshot.
     public init(_ connection: Connection) {
