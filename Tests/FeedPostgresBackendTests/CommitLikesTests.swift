@@ -110,6 +110,29 @@ import Testing
         #expect(try db.admin("SELECT batch FROM like_lanes WHERE lane = $1::uuid", [.text(lane)]) == [[.integer(3)]])
     }
 
+    /// A lane's stored results name an unknown user in a failed unit's message; erasing a user of that id later
+    /// scrubs it there too, and the rest of the results stay for a resend.
+    @Test func erasingAUserScrubsTheirIdFromALanesStoredResults() throws {
+        guard let db = try TestDatabase.make("commit_likes_erased") else { return }
+        try seedUsersAndPost(db.backend)
+        let lane = UUID().uuidString.lowercased()
+        let batch = [Self.unit(.like, "u1", "p1"), Self.unit(.like, "ghost-7f3a", "p1")]
+        let outcomes = try Self.send(batch, lane: lane, batch: 1, on: db.backend)
+        #expect(throws: StorageError.userNotFound("ghost-7f3a")) { try outcomes[1].get() }
+        let stored = "SELECT results::text FROM like_lanes WHERE lane = $1::uuid"
+        #expect(try db.admin(stored, [.text(lane)]).description.contains("ghost-7f3a"))
+
+        try write(db.backend) { tx throws in
+            _ = try tx.insertUser(id: "ghost-7f3a", name: "Ghost", at: testTime)
+            #expect(try tx.deletion.eraseUser(id: "ghost-7f3a", at: testTime) != nil)
+        }
+        let scrubbed = try db.admin(stored, [.text(lane)]).description
+        #expect(!scrubbed.contains("ghost-7f3a"))
+        // The first unit's result is kept: the batch sent again answers as before and changes nothing.
+        let again = try Self.send(batch, lane: lane, batch: 1, on: db.backend)
+        #expect(try again[0].get() == outcomes[0].get())
+    }
+
     @Test func aBatchSentAgainWhileItsFirstSendStillRunsWaitsAndAnswersFromIt() throws {
         guard let db = try TestDatabase.make("commit_likes_overlap") else { return }
         try seedUsersAndPost(db.backend)

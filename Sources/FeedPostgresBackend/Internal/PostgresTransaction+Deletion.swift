@@ -70,6 +70,17 @@ extension PostgresTransaction: FeedDeletion {
             "DELETE FROM sync_rejections WHERE client_id IN (SELECT client_id FROM sync_clients WHERE user_id = $1)", [.text(id)])
         _ = try run("DELETE FROM sync_clients WHERE user_id = $1", [.text(id)])
         _ = try run("UPDATE events SET user_id = '' WHERE user_id = $1", [.text(id)])
+        // A like lane keeps its last batch's results for a resend; a unit that failed for an unknown user names the id in
+        // its message (the user may have been created since). The results stay, for the resend, without the id.
+        _ = try run(
+            """
+            UPDATE like_lanes SET results = ARRAY(
+                SELECT ROW(r.failed_code, CASE WHEN r.failed_message = $1 THEN '' ELSE r.failed_message END,
+                           r.liked, r.like_count, r.changed, r.seq)::feedsync_like_result
+                FROM unnest(results) WITH ORDINALITY AS r(failed_code, failed_message, liked, like_count, changed, seq, n)
+                ORDER BY r.n)
+            WHERE EXISTS (SELECT 1 FROM unnest(results) AS r WHERE r.failed_message = $1)
+            """, [.text(id)])
         _ = try run("DELETE FROM users WHERE user_key = $1", [.integer(userKey)])
         return UserErasureRows(deletedPostIDs: postIDs, unlikedPosts: unliked)
     }
