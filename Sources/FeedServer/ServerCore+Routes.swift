@@ -140,6 +140,15 @@ extension ServerCore {
                 guard let userID else { return .unauthorized("this route needs a token") }
                 let result = liked ? try service.like(userID: userID, postID: postID) : try service.unlike(userID: userID, postID: postID)
                 return .json(200, JSONShapes.likeResult(result))
+            case .deletePost(let postID):
+                guard let userID else { return .unauthorized("this route needs a token") }
+                return .json(200, JSONShapes.postDeletion(try service.deletePost(postID: postID, by: userID)))
+            case .deleteMe:
+                guard let userID else { return .unauthorized("this route needs a token") }
+                let erasure = try service.deleteUser(userID: userID)
+                // This server's streams of the user end at once; every server's fan-out also finds them (StreamHub).
+                if let seq = erasure.seq { hub.endStreams(of: userID, after: seq) }
+                return .json(200, JSONShapes.userErasure(erasure))
             case .syncPush, .syncPull:
                 guard let userID else { return .unauthorized("this route needs a token") }
                 return sync(route == .syncPush ? .push : .pull, body: Data(context.body), userID: userID)
@@ -147,7 +156,7 @@ extension ServerCore {
                 return .error(500, code: "internal", "\(route.metricName) is not answered by a worker")
             }
         } catch {
-            if error.category != .data { log(.warning, "\(route) failed: \(error)") }
+            if error.category != .data, error.category != .forbidden { log(.warning, "\(route) failed: \(error)") }
             return .feedError(error)
         }
     }
