@@ -71,7 +71,8 @@ struct LivePageDeletionBrowserTests {
             for page in [alice, bob] {
                 try await page.waitUntil("\(element("post-post3")) === null && \(hasCount("post2", before))")
             }
-            print("LivePageDeletionBrowserTests: carol's erasure reached both pages \(milliseconds(clock.now - erasedAt)) ms after it exited")
+            print(
+                "LivePageDeletionBrowserTests: carol's erasure reached both pages \(milliseconds(clock.now - erasedAt)) ms after it exited")
             try await carol.waitUntil(
                 "\(attribute("live", "data-state")) === 'closed' && \(text("status")) === 'this account was deleted'")
             #expect(try await carol.string("String(localStorage.getItem('feedsync.token'))") == "null")
