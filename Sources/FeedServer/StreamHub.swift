@@ -48,6 +48,10 @@ struct TailFrame: Sendable {
 /// ``copy(after:for:into:capacity:)``. A stream whose cursor is older than the tail catches up from the log on a
 /// worker (a stream that starts behind) or is ended with `event: behind` (a live stream that fell behind).
 ///
+/// A read that brings a `userDeleted` event also reads the tail's older events again, which the erasure scrubbed of
+/// the user's id, and ends the streams whose viewer no longer exists (`event: erased`): the event names nobody, so
+/// every server finds them by looking its streams' viewers up.
+///
 /// Locks: `condition` guards everything here; a stream's reader takes it inside the stream's own lock, never the
 /// other way round: the fan-out and ``stop()`` take a snapshot of the streams under it and wake them after unlocking.
 ///
