@@ -335,7 +335,7 @@ final class StreamHub: @unchecked Sendable {
         let viewers = Set(streams.map(\.viewerID))
         let gone: Set<String>
         do {
-            gone = try service.backend.readOnce { tx in try Set(viewers.filter { try tx.userKey(for: $0) == nil }) }
+            gone = try viewers.subtracting(service.backend.readOnce { tx in try tx.existingUserIDs(Array(viewers)) })
         } catch {
             log("the event streams' look-up of erased viewers failed: \(error)")
             return

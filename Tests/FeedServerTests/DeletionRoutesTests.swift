@@ -110,6 +110,29 @@ import Testing
         #expect(early.wait { $0.seqs.last == 16 })
     }
 
+    @Test(arguments: TestBackend.allCases)
+    func anErasureByAnotherWriterEndsTheUsersStreamsToo(on backend: TestBackend) throws {
+        guard let sut = try ServerFixture(on: backend) else { return }
+        defer { sut.close() }
+        try sut.service.createUser(id: "erin")  // seq 7
+        let token = try sut.service.issueToken(userID: "erin").token
+        let erin = try EventFollower(port: sut.port, token: token, query: "?after=7")
+        let carol = try EventFollower(port: sut.port, token: "tok-carol", query: "?after=7")
+        for follower in [erin, carol] { #expect(follower.wait { $0.response.status == 200 }) }
+        // Not through this server: it learns of the erasure from the log alone, and looks its streams' users up.
+        let erasure = try sut.service.deleteUser(userID: "erin")
+        #expect(erasure.seq == 8)
+        #expect(erin.wait { $0.isEnded })
+        #expect(
+            erin.received == [
+                EventFollower.Event(id: "8", name: nil, data: erin.received.first?.data ?? ""),
+                EventFollower.Event(id: nil, name: "erased", data: #"{"lastEventID":8}"#),
+            ])
+        #expect(erin.received.first?.data.contains(#""kind":"userDeleted""#) == true)
+        #expect(carol.wait { $0.seqs == [8] })
+        #expect(carol.isEnded == false)
+    }
+
     private func kind(of event: EventFollower.Event) -> String {
         ((try? JSONSerialization.jsonObject(with: Data(event.data.utf8))) as? [String: Any])?["kind"] as? String ?? ""
     }
