@@ -27,6 +27,8 @@ final class EventStream: @unchecked Sendable {
 
     let id: Int
     let viewerID: String
+    /// ``StreamHub/erasureCount`` before the stream's token was looked up.
+    let erasuresBefore: Int
     private let hub: StreamHub
     private let workers: WorkerPool
     private let lock = NSLock()
@@ -48,9 +50,10 @@ final class EventStream: @unchecked Sendable {
     private var endsAfter = Int64.max
     private var connection: OpaquePointer?
 
-    init(id: Int, viewerID: String, after: Int64, hub: StreamHub, workers: WorkerPool) {
+    init(id: Int, viewerID: String, erasuresBefore: Int, after: Int64, hub: StreamHub, workers: WorkerPool) {
         self.id = id
         self.viewerID = viewerID
+        self.erasuresBefore = erasuresBefore
         cursor = after
         self.hub = hub
         self.workers = workers

@@ -69,6 +69,8 @@ final class StreamHub: @unchecked Sendable {
     private var generation = 0
     private var stopping = false
     private var nextStreamID = 1
+    /// Erasures read from the log so far.
+    private var erasures = 0
 
     let service: FeedService
     let capacity: Int
@@ -140,11 +142,19 @@ final class StreamHub: @unchecked Sendable {
         return nextStreamID
     }
 
-    /// Adds a stream that the fan-out wakes; `false` when the server stops.
+    /// Erasures read from the log so far: a stream's token is looked up after this count is taken.
+    var erasureCount: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return erasures
+    }
+
+    /// Adds a stream that the fan-out wakes; `false` when the server stops, or when an erasure was read since its token
+    /// was looked up (its user may be the one erased, and the look-up of erased users has not seen the stream).
     func register(_ stream: EventStream) -> Bool {
         condition.lock()
         defer { condition.unlock() }
-        guard !stopping else { return false }
+        guard !stopping, stream.erasuresBefore == erasures else { return false }
         streams[stream.id] = stream
         metrics.openStreams.set(Int64(streams.count))
         return true
@@ -298,6 +308,7 @@ final class StreamHub: @unchecked Sendable {
         }
         frames.append(contentsOf: encoded)
         lastSeq = last.seq
+        if erasure { erasures += 1 }
         if frames.count > capacity + capacity / 4 {
             let drop = frames.count - capacity
             frames.removeFirst(drop)

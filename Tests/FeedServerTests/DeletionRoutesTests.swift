@@ -133,6 +133,25 @@ import Testing
         #expect(carol.isEnded == false)
     }
 
+    @Test func aStreamWhoseTokenWasLookedUpBeforeAnErasureIsToldToRetry() throws {
+        guard let sut = try ServerFixture(on: .sqlite) else { return }
+        defer { sut.close() }
+        try sut.service.createUser(id: "erin")  // seq 7
+        let carol = try EventFollower(port: sut.port, token: "tok-carol", query: "?after=7")
+        #expect(carol.wait { $0.response.status == 200 })
+        // `tok-slow` is looked up for a second: the erasure is read by the fan-out meanwhile.
+        let slow = try EventFollower(port: sut.port, token: "tok-slow", query: "?after=7")
+        #expect(sut.slowTokenSeen.wait(timeout: .now() + 20) == .success)
+        try sut.service.deleteUser(userID: "erin")  // 8
+        #expect(carol.wait { $0.seqs == [8] })
+        #expect(slow.wait { $0.isEnded })
+        #expect(slow.response.status == 503)
+        #expect(slow.response.headers["retry-after"] == "1")
+        // The retry's token is looked up again, after the erasure: alice's stream opens.
+        let retried = try EventFollower(port: sut.port, token: "tok-alice", query: "?after=7")
+        #expect(retried.wait { $0.seqs == [8] })
+    }
+
     private func kind(of event: EventFollower.Event) -> String {
         ((try? JSONSerialization.jsonObject(with: Data(event.data.utf8))) as? [String: Any])?["kind"] as? String ?? ""
     }
