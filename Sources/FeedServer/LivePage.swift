@@ -87,7 +87,7 @@ package enum LivePage {
           const headers = S.token ? {Authorization: 'Bearer ' + S.token} : {};
           const r = await fetch(url, {method, headers});
           const j = await r.json().catch(() => null);
-          if (!r.ok) throw new Error((j && j.error) || r.status + ' ' + r.statusText);
+          if (!r.ok) throw Object.assign(new Error((j && j.error) || r.status + ' ' + r.statusText), {status: r.status});
           return j;
         }
         function hearts(p, e) {
@@ -233,7 +233,8 @@ package enum LivePage {
           if (e.kind == 'postDeleted') {
             drop(e.postID);
           } else if (e.kind == 'postCreated' && !p) {
-            api('GET', path(e.postID)).then((q) => add(q, true, e.seq), (x) => say(x.message));
+            // A post deleted since is 404: its postDeleted follows.
+            api('GET', path(e.postID)).then((q) => add(q, true, e.seq), (x) => x.status == 404 || say(x.message));
           } else if (p && e.likeCount != null) {
             const mine = e.userID && e.userID === S.viewer && (e.kind == 'liked' || e.kind == 'unliked');
             apply(p, e.seq, e.likeCount, mine ? e.kind == 'liked' : null);
