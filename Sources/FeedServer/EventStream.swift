@@ -27,6 +27,8 @@ final class EventStream: @unchecked Sendable {
 
     let id: Int
     let viewerID: String
+    /// ``StreamHub/erasureCount`` before the stream's token was looked up.
+    let erasuresBefore: Int
     private let hub: StreamHub
     private let workers: WorkerPool
     private let lock = NSLock()
@@ -44,11 +46,14 @@ final class EventStream: @unchecked Sendable {
     private var catchingUp = false
     private var suspended = false
     private var heartbeats = 0
+    /// The viewer was erased: the stream ends with `event: erased` once its cursor reaches this seq.
+    private var endsAfter = Int64.max
     private var connection: OpaquePointer?
 
-    init(id: Int, viewerID: String, after: Int64, hub: StreamHub, workers: WorkerPool) {
+    init(id: Int, viewerID: String, erasuresBefore: Int, after: Int64, hub: StreamHub, workers: WorkerPool) {
         self.id = id
         self.viewerID = viewerID
+        self.erasuresBefore = erasuresBefore
         cursor = after
         self.hub = hub
         self.workers = workers
@@ -73,6 +78,14 @@ final class EventStream: @unchecked Sendable {
     func hungUp() {
         lock.lock()
         failed = true
+        lock.unlock()
+        wake()
+    }
+
+    /// The viewer was erased: the stream sends the events through `seq`, then `event: erased`, and ends.
+    func end(after seq: Int64) {
+        lock.lock()
+        endsAfter = min(endsAfter, seq)
         lock.unlock()
         wake()
     }
@@ -112,7 +125,12 @@ final class EventStream: @unchecked Sendable {
             pending.removeAll(keepingCapacity: pending.count <= 16 << 10)
             sent = 0
             if ending { return Self.endOfStream }
-            switch hub.copy(after: cursor, for: viewerID, into: buffer, capacity: capacity) {
+            if cursor >= endsAfter {
+                pending = Array("event: erased\ndata: {\"lastEventID\":\(cursor)}\n\n".utf8)
+                ending = true
+                continue
+            }
+            switch hub.copy(after: cursor, through: endsAfter, for: viewerID, into: buffer, capacity: capacity) {
             case .stopping:
                 return Self.endOfStream
             case .copied(let count, let through):
@@ -154,9 +172,9 @@ final class EventStream: @unchecked Sendable {
     /// Reads the next page after the cursor from the log on a worker, suspended meanwhile.
     private func catchUp() -> Int {
         guard !catchingUp else { return suspend() }
-        let from = cursor
+        let (from, last) = (cursor, endsAfter)
         let submitted = workers.submit { [self] stopping in
-            let (bytes, through, end) = stopping ? ([], from, Ending.stop) : readPage(after: from)
+            let (bytes, through, end) = stopping ? ([], from, Ending.stop) : readPage(after: from, through: last)
             lock.lock()
             catchingUp = false
             pending.append(contentsOf: bytes)
@@ -182,18 +200,18 @@ final class EventStream: @unchecked Sendable {
         case stop, pruned, failure
     }
 
-    /// One page of the log after `seq`, encoded for the viewer (on a worker, without `lock`).
-    private func readPage(after seq: Int64) -> (bytes: [UInt8], through: Int64, end: Ending?) {
+    /// One page of the log after `seq` and up to `last`, encoded for the viewer (on a worker, without `lock`).
+    private func readPage(after seq: Int64, through last: Int64) -> (bytes: [UInt8], through: Int64, end: Ending?) {
         let service = hub.service
         hub.metrics.catchUpReads.add()
         do {
-            let events = try service.events(after: seq, limit: Self.catchUpPage)
-            if let first = events.first, let last = events.last {
+            let events = try service.events(after: seq, limit: Self.catchUpPage).filter { $0.seq <= last }
+            if let first = events.first, let final = events.last {
                 // Seqs are dense: a first event past `seq + 1` means the ones between were pruned.
                 if seq > 0, first.seq > seq + 1 { return (Self.pruned(through: first.seq - 1), seq, .pruned) }
                 var bytes: [UInt8] = []
                 for event in events { bytes += TailFrame.encode(event.seen(by: viewerID)) }
-                return (bytes, last.seq, nil)
+                return (bytes, final.seq, nil)
             }
             // Nothing after `seq` although the tail is past it: pruned.
             let prunedThrough = try service.backend.readOnce { tx in try tx.replayBaseline().prunedThrough }

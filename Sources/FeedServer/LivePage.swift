@@ -7,7 +7,9 @@
 /// event stream with `fetch` rather than `EventSource`, which cannot send the header (a token never goes in a URL),
 /// resuming with `Last-Event-ID`; without a token it shows the feed but no live updates. It builds every element
 /// from text nodes, never from markup, so no post text is ever parsed as HTML. Elements the browser test uses carry
-/// `data-testid` attributes (`feed`, `post-ID`, `count-ID`, `open-ID`, `like-button`, `back`, `status`, `live`).
+/// `data-testid` attributes (`feed`, `post-ID`, `count-ID`, `open-ID`, `delete-ID`, `like-button`, `delete-button`,
+/// `back`, `status`, `live`). The viewer's own posts have a delete button; a deleted post's card goes from every page
+/// at once (`postDeleted`), and a page whose user was erased (`event: erased`) forgets its token.
 package enum LivePage {
     /// The document, UTF-8.
     package static let html: String = #"""
@@ -33,6 +35,7 @@ package enum LivePage {
         .text{display:block;white-space:pre-wrap;overflow-wrap:anywhere}
         .clip{display:-webkit-box;-webkit-line-clamp:4;-webkit-box-orient:vertical;overflow:hidden}
         .heart{display:inline-block;margin-top:.4em}
+        .del{float:right;font-size:.85em}
         button{font:inherit;padding:.3em .9em;border-radius:8px;border:1px solid #8886;background:var(--card);color:var(--fg);
         cursor:pointer}
         button[aria-pressed=true]{background:var(--accent);border-color:var(--accent);color:#fff}
@@ -61,13 +64,15 @@ package enum LivePage {
         <time class="when" id="dTime" data-testid="detail-time"></time></p>
         <span class="text" id="dText" data-testid="detail-text"></span>
         <p><button id="like" data-testid="like-button" aria-pressed="false"></button>
-        <span id="dCount" data-testid="detail-count"></span></p></article>
+        <span id="dCount" data-testid="detail-count"></span>
+        <button id="del" class="del" data-testid="delete-button" hidden>Delete</button></p></article>
         </section>
         </main>
         <script>
         'use strict';
         const $ = (id) => document.getElementById(id), KEY = 'feedsync.token';
-        const S = {token: '', viewer: null, demo: [], posts: new Map(), els: new Map(), cursor: null, open: null, seq: 0, ctl: null};
+        const S = {token: '', viewer: null, demo: [], posts: new Map(), els: new Map(), gone: new Set(), cursor: null, open: null, seq: 0,
+          ctl: null};
         const say = (m) => { $('status').textContent = m || ''; };
         const path = (id) => '/api/posts/' + encodeURIComponent(id);
         const when = (t) => { const d = new Date(t); return isNaN(d) ? t : d.toLocaleString(); };
@@ -82,7 +87,7 @@ package enum LivePage {
           const headers = S.token ? {Authorization: 'Bearer ' + S.token} : {};
           const r = await fetch(url, {method, headers});
           const j = await r.json().catch(() => null);
-          if (!r.ok) throw new Error((j && j.error) || r.status + ' ' + r.statusText);
+          if (!r.ok) throw Object.assign(new Error((j && j.error) || r.status + ' ' + r.statusText), {status: r.status});
           return j;
         }
         function hearts(p, e) {
@@ -98,10 +103,16 @@ package enum LivePage {
           open.onclick = () => show(p.id);
           const count = el('span', {class: 'heart', 'data-testid': 'count-' + p.id});
           hearts(p, count);
-          return el('li', {class: 'card', 'data-testid': 'post-' + p.id}, open, count);
+          const li = el('li', {class: 'card', 'data-testid': 'post-' + p.id}, open, count);
+          if (S.viewer && p.author === S.viewer) {
+            const del = el('button', {class: 'del', 'data-testid': 'delete-' + p.id}, 'Delete');
+            del.onclick = () => remove(p.id);
+            li.append(del);
+          }
+          return li;
         }
         function add(p, top, seq) {
-          if (S.posts.has(p.id)) return;
+          if (S.posts.has(p.id) || S.gone.has(p.id)) return;
           p.seq = seq;
           S.posts.set(p.id, p);
           const li = item(p);
@@ -119,6 +130,18 @@ package enum LivePage {
           hearts(p, $('dCount'));
           $('like').textContent = p.liked ? 'Unlike' : 'Like';
           $('like').setAttribute('aria-pressed', p.liked);
+          $('del').hidden = !(S.viewer && p.author === S.viewer);
+        }
+        // A deleted post leaves the page (its id is never used again).
+        function drop(id) {
+          S.gone.add(id);
+          const li = S.els.get(id);
+          if (li) li.remove();
+          S.els.delete(id); S.posts.delete(id);
+          if (S.open === id) { show(null); say('the post was deleted'); }
+        }
+        async function remove(id) {
+          try { await api('DELETE', path(id)); drop(id); } catch (e) { say(e.message); }
         }
         // A state is applied only when it is at least as new as the one shown (events and like answers may cross).
         function apply(p, seq, count, liked) {
@@ -158,7 +181,14 @@ package enum LivePage {
               if (!r.ok || !r.body) throw new Error(r.status + ' ' + r.statusText);
               live('open', '● live');
               delay = 1000;
-              if (await read(r.body.getReader()) == 'historyPruned') return start();
+              const end = await read(r.body.getReader());
+              if (end == 'historyPruned') return start();
+              if (end == 'erased') {
+                S.token = '';
+                try { localStorage.removeItem(KEY); } catch (e) {}
+                live('closed', '○ signed out');
+                return say('this account was deleted');
+              }
             } catch (e) {}
             if (ctl.signal.aborted) return;
             live('connecting', '○ reconnecting…');
@@ -167,7 +197,7 @@ package enum LivePage {
           }
         }
         // Server-sent events: `id:`, `event:` and `data:` lines (`:` starts a comment), an event dispatched at each blank
-        // line; returns how the stream ended: 'end', or 'historyPruned'.
+        // line; returns how the stream ended: 'end', 'historyPruned' or 'erased'.
         async function read(reader) {
           const text = new TextDecoder();
           let rest = '', type = '', data = null, id = null;
@@ -191,17 +221,20 @@ package enum LivePage {
             }
           }
         }
-        // Returns true when the stream is to be left: the history after it was pruned. A stream that ends with `behind`
-        // (this page fell too far behind) is resumed like any other, after the last id seen.
+        // Returns true when the stream is to be left: the history after it was pruned, or this page's user was erased. A
+        // stream that ends with `behind` (this page fell too far behind) is resumed like any other, after the last id seen.
         function dispatch(type, data) {
           if (type == 'message') try { onEvent(JSON.parse(data)); } catch (e) { say(e.message); }
-          return type == 'historyPruned';
+          return type == 'historyPruned' || type == 'erased';
         }
         function onEvent(e) {
           S.seq = Math.max(S.seq, e.seq);
           const p = S.posts.get(e.postID);
-          if (e.kind == 'postCreated' && !p) {
-            api('GET', path(e.postID)).then((q) => add(q, true, e.seq), (x) => say(x.message));
+          if (e.kind == 'postDeleted') {
+            drop(e.postID);
+          } else if (e.kind == 'postCreated' && !p) {
+            // A post deleted since is 404: its postDeleted follows.
+            api('GET', path(e.postID)).then((q) => add(q, true, e.seq), (x) => x.status == 404 || say(x.message));
           } else if (p && e.likeCount != null) {
             const mine = e.userID && e.userID === S.viewer && (e.kind == 'liked' || e.kind == 'unliked');
             apply(p, e.seq, e.likeCount, mine ? e.kind == 'liked' : null);
@@ -241,6 +274,7 @@ package enum LivePage {
         $('user').onchange = () => use(S.demo.find((x) => x.user === $('user').value).token);
         $('login').onsubmit = (e) => { e.preventDefault(); use($('token').value.trim()); $('token').value = ''; };
         $('more').onclick = () => more().catch((e) => say(e.message));
+        $('del').onclick = () => remove(S.open);
         $('back').onclick = () => { const id = S.open; show(null); const li = S.els.get(id); if (li) li.firstChild.focus(); };
         $('like').onclick = async () => {
           const p = S.posts.get(S.open), b = $('like');

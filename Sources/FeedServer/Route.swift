@@ -10,8 +10,12 @@ package enum Route: Sendable, Hashable {
     case createPost
     /// `GET /api/posts/{id}`.
     case post(id: String)
+    /// `DELETE /api/posts/{id}`: its author deletes a post.
+    case deletePost(id: String)
     /// `PUT /api/posts/{id}/like` (`liked` true) or `DELETE` (false).
     case like(postID: String, liked: Bool)
+    /// `DELETE /api/me`: the token's user erases themselves.
+    case deleteMe
     /// `GET /api/events`.
     case events
     /// `POST /api/sync/push`.
@@ -48,7 +52,7 @@ package enum Route: Sendable, Hashable {
         switch self {
         case .livePage, .health, .demoTokens, .metrics: .anyone
         case .feed, .post: .viewer
-        case .createPost, .like, .syncPush, .syncPull, .events: .user
+        case .createPost, .deletePost, .like, .deleteMe, .syncPush, .syncPull, .events: .user
         }
     }
 
@@ -60,6 +64,8 @@ package enum Route: Sendable, Hashable {
         case .feed: "feed"
         case .createPost: "createPost"
         case .post: "post"
+        case .deletePost: "deletePost"
+        case .deleteMe: "deleteMe"
         case .like(_, let liked): liked ? "like" : "unlike"
         case .events: "events"
         case .syncPush: "syncPush"
@@ -87,11 +93,12 @@ package enum Route: Sendable, Hashable {
         case ["api", "feed"]: methods = ["GET": .feed]
         case ["api", "posts"]: methods = ["POST": .createPost]
         case ["api", "events"]: methods = ["GET": .events]
+        case ["api", "me"]: methods = ["DELETE": .deleteMe]
         case ["api", "sync", "push"]: methods = ["POST": .syncPush]
         case ["api", "sync", "pull"]: methods = ["POST": .syncPull]
         case ["api", "demo", "tokens"]: methods = ["GET": .demoTokens]
         case let segments where segments.count == 3 && segments[0] == "api" && segments[1] == "posts":
-            methods = ["GET": .post(id: segments[2])]
+            methods = ["GET": .post(id: segments[2]), "DELETE": .deletePost(id: segments[2])]
         case let segments where segments.count == 4 && segments[0] == "api" && segments[1] == "posts" && segments[3] == "like":
             methods = ["PUT": .like(postID: segments[2], liked: true), "DELETE": .like(postID: segments[2], liked: false)]
         default: return .notFound

@@ -35,18 +35,19 @@ extension ServerCore {
 
     /// Runs a route that needs the database, on a worker: the token first, then the route.
     func run(_ route: Route, context: RequestContext) -> RequestContext.Outcome {
+        let erasures = hub.erasureCount
         let userID: String?
         switch authenticate(context.authorization, access: route.access) {
         case .refused(let answer): return .answer(answer)
         case .user(let user): userID = user
         case .anonymous: userID = nil
         }
-        if route == .events, let userID { return openEventStream(for: userID, context: context) }
+        if route == .events, let userID { return openEventStream(for: userID, erasuresBefore: erasures, context: context) }
         return .answer(answer(route, userID: userID, context: context))
     }
 
     /// The stream of `userID` after `Last-Event-ID` or `after`.
-    private func openEventStream(for userID: String, context: RequestContext) -> RequestContext.Outcome {
+    private func openEventStream(for userID: String, erasuresBefore: Int, context: RequestContext) -> RequestContext.Outcome {
         var after: Int64 = 0
         if let given = context.after {
             guard let parsed = Int64(given), parsed >= 0 else {
@@ -54,7 +55,8 @@ extension ServerCore {
             }
             after = parsed
         }
-        return .stream(EventStream(id: hub.makeStreamID(), viewerID: userID, after: after, hub: hub, workers: workers))
+        return .stream(
+            EventStream(id: hub.makeStreamID(), viewerID: userID, erasuresBefore: erasuresBefore, after: after, hub: hub, workers: workers))
     }
 
     /// Answers `GET /api/events` with the stream a worker opened: a callback response whose reader is the stream
@@ -62,7 +64,10 @@ extension ServerCore {
     func startEventStream(_ stream: EventStream, on connection: OpaquePointer, context: RequestContext) -> MHD_Result {
         stream.attach(connection)
         guard hub.register(stream) else {
-            var answer = HTTPAnswer.unavailable("the server is stopping; retry on another or later", retryAfter: 1)
+            // Stopping, or a user was erased while the token was looked up: the client retries, and its token is
+            // looked up again.
+            let reason = hub.isStopping ? "the server is stopping" : "a user was erased while the stream opened"
+            var answer = HTTPAnswer.unavailable("\(reason); retry on another or later", retryAfter: 1)
             answer.headers.append(("Connection", "close"))
             return queue(answer, on: connection, context: context)
         }
@@ -140,6 +145,15 @@ extension ServerCore {
                 guard let userID else { return .unauthorized("this route needs a token") }
                 let result = liked ? try service.like(userID: userID, postID: postID) : try service.unlike(userID: userID, postID: postID)
                 return .json(200, JSONShapes.likeResult(result))
+            case .deletePost(let postID):
+                guard let userID else { return .unauthorized("this route needs a token") }
+                return .json(200, JSONShapes.postDeletion(try service.deletePost(postID: postID, by: userID)))
+            case .deleteMe:
+                guard let userID else { return .unauthorized("this route needs a token") }
+                let erasure = try service.deleteUser(userID: userID)
+                // This server's streams of the user end at once; every server's fan-out also finds them (StreamHub).
+                if let seq = erasure.seq { hub.endStreams(of: userID, after: seq) }
+                return .json(200, JSONShapes.userErasure(erasure))
             case .syncPush, .syncPull:
                 guard let userID else { return .unauthorized("this route needs a token") }
                 return sync(route == .syncPush ? .push : .pull, body: Data(context.body), userID: userID)
@@ -147,7 +161,7 @@ extension ServerCore {
                 return .error(500, code: "internal", "\(route.metricName) is not answered by a worker")
             }
         } catch {
-            if error.category != .data { log(.warning, "\(route) failed: \(error)") }
+            if error.category != .data, error.category != .forbidden { log(.warning, "\(route) failed: \(error)") }
             return .feedError(error)
         }
     }

@@ -17,14 +17,14 @@ struct TailFrame: Sendable {
     init(_ event: EventRecord) {
         seq = event.seq
         committed = event.at
+        // Shown to everyone as `seen(by: nil)`: an erased user's unlike (no user id) is a count change, as in a catch-up.
+        shared = Self.encode(event.seen(by: nil))
         if event.isPrivateToItsUser {
             ownerID = event.userID
             own = Self.encode(event)
-            shared = Self.encode(event.seen(by: nil))
         } else {
             ownerID = ""
             own = []
-            shared = Self.encode(event)
         }
     }
 
@@ -48,6 +48,10 @@ struct TailFrame: Sendable {
 /// ``copy(after:for:into:capacity:)``. A stream whose cursor is older than the tail catches up from the log on a
 /// worker (a stream that starts behind) or is ended with `event: behind` (a live stream that fell behind).
 ///
+/// A read that brings a `userDeleted` event also reads the tail's older events again, which the erasure scrubbed of
+/// the user's id, and ends the streams whose viewer no longer exists (`event: erased`): the event names nobody, so
+/// every server finds them by looking its streams' viewers up.
+///
 /// Locks: `condition` guards everything here; a stream's reader takes it inside the stream's own lock, never the
 /// other way round: the fan-out and ``stop()`` take a snapshot of the streams under it and wake them after unlocking.
 ///
@@ -65,6 +69,8 @@ final class StreamHub: @unchecked Sendable {
     private var generation = 0
     private var stopping = false
     private var nextStreamID = 1
+    /// Erasures read from the log so far.
+    private var erasures = 0
 
     let service: FeedService
     let capacity: Int
@@ -120,6 +126,14 @@ final class StreamHub: @unchecked Sendable {
         for stream in all { stream.wake() }
     }
 
+    /// Ends the streams of `viewerID`, who was erased, after the events through `seq` (`event: erased`).
+    func endStreams(of viewerID: String, after seq: Int64) {
+        condition.lock()
+        let ended = streams.values.filter { $0.viewerID == viewerID }
+        condition.unlock()
+        for stream in ended { stream.end(after: seq) }
+    }
+
     /// A new stream's id.
     func makeStreamID() -> Int {
         condition.lock()
@@ -128,11 +142,19 @@ final class StreamHub: @unchecked Sendable {
         return nextStreamID
     }
 
-    /// Adds a stream that the fan-out wakes; `false` when the server stops.
+    /// Erasures read from the log so far: a stream's token is looked up after this count is taken.
+    var erasureCount: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return erasures
+    }
+
+    /// Adds a stream that the fan-out wakes; `false` when the server stops, or when an erasure was read since its token
+    /// was looked up (its user may be the one erased, and the look-up of erased users has not seen the stream).
     func register(_ stream: EventStream) -> Bool {
         condition.lock()
         defer { condition.unlock() }
-        guard !stopping else { return false }
+        guard !stopping, stream.erasuresBefore == erasures else { return false }
         streams[stream.id] = stream
         metrics.openStreams.set(Int64(streams.count))
         return true
@@ -159,8 +181,10 @@ final class StreamHub: @unchecked Sendable {
         case stopping
     }
 
-    /// Copies the frames after `cursor`, as `viewerID` sees them, into `buffer` (on an I/O thread).
-    func copy(after cursor: Int64, for viewerID: String, into buffer: UnsafeMutableRawPointer, capacity: Int) -> Read {
+    /// Copies the frames after `cursor` and up to `through`, as `viewerID` sees them, into `buffer` (on an I/O thread).
+    func copy(
+        after cursor: Int64, through last: Int64 = .max, for viewerID: String, into buffer: UnsafeMutableRawPointer, capacity: Int
+    ) -> Read {
         var latencies: [Double] = []
         let now = Date()
         let read = { () -> Read in
@@ -172,7 +196,7 @@ final class StreamHub: @unchecked Sendable {
             var index = Int(cursor + 1 - firstSeq)
             var count = 0
             var through = cursor
-            while index < frames.count {
+            while index < frames.count, frames[index].seq <= last {
                 let frame = frames[index]
                 let bytes = frame.bytes(for: viewerID)
                 if count + bytes.count > capacity {
@@ -265,14 +289,26 @@ final class StreamHub: @unchecked Sendable {
         }
         let encoded = events.map(TailFrame.init)
         metrics.tailEvents.add(Int64(encoded.count))
+        let erasure = events.contains { $0.kind == .userDeleted }
+        // An erasure scrubbed its user's id from every earlier event: the tail's older frames are read again.
+        let scrubbed = erasure ? rereadTail(before: first.seq) : nil
         condition.lock()
         if first.seq != lastSeq + 1 {
             // A gap (pruned history): the tail restarts; older cursors catch up from the log and learn of the pruning.
             frames.removeAll()
             firstSeq = first.seq
+        } else if erasure {
+            if let scrubbed, (scrubbed.first?.seq ?? firstSeq) == firstSeq, scrubbed.count == frames.count {
+                frames = scrubbed
+            } else {
+                // The tail could not be read again: its older frames go; older cursors catch up from the (scrubbed) log.
+                frames.removeAll()
+                firstSeq = first.seq
+            }
         }
         frames.append(contentsOf: encoded)
         lastSeq = last.seq
+        if erasure { erasures += 1 }
         if frames.count > capacity + capacity / 4 {
             let drop = frames.count - capacity
             frames.removeFirst(drop)
@@ -281,7 +317,40 @@ final class StreamHub: @unchecked Sendable {
         let all = Array(streams.values)
         condition.unlock()
         metrics.lastSeq.set(last.seq)
+        if erasure { endErasedViewers(of: all, after: last.seq) }
         for stream in all { stream.wake() }
         return true
+    }
+
+    /// The tail's frames before `seq`, read again from the log (after an erasure scrubbed it); `nil` when the log no
+    /// longer holds them all.
+    private func rereadTail(before seq: Int64) -> [TailFrame]? {
+        condition.lock()
+        var after = firstSeq - 1
+        condition.unlock()
+        var fresh: [TailFrame] = []
+        while after < seq - 1 {
+            guard let page = try? service.events(after: after, limit: 1000), let first = page.first, first.seq == after + 1 else {
+                return nil
+            }
+            metrics.logReads.add()
+            for event in page where event.seq < seq { fresh.append(TailFrame(event)) }
+            after = page[page.count - 1].seq
+        }
+        return fresh
+    }
+
+    /// Ends, after `seq`, the streams whose viewer no longer exists: an erasure names nobody in the log, so every
+    /// server learns whose streams to end by looking their viewers up (one read for all of them).
+    private func endErasedViewers(of streams: [EventStream], after seq: Int64) {
+        let viewers = Set(streams.map(\.viewerID))
+        let gone: Set<String>
+        do {
+            gone = try viewers.subtracting(service.backend.readOnce { tx in try tx.existingUserIDs(Array(viewers)) })
+        } catch {
+            log("the event streams' look-up of erased viewers failed: \(error)")
+            return
+        }
+        for stream in streams where gone.contains(stream.viewerID) { stream.end(after: seq) }
     }
 }

@@ -6,7 +6,8 @@ import Testing
 
 /// Two `feedsync serve` processes on one database — one PostgreSQL database, as on several machines, or one SQLite
 /// file on one machine: a like through either reaches both event streams once and in order and shows in the other's
-/// answers, and a token issued or revoked once holds on both at once.
+/// answers, a token issued or revoked once holds on both at once, and a user erased through one is refused by both at
+/// once, with their streams on both ended.
 // Blocks: waits for two `feedsync serve` child processes and their event streams.
 @Suite(.ownThreads, .heavy) struct MultiInstanceTests {
     @Test(arguments: TestBackend.allCases)
@@ -70,6 +71,58 @@ import Testing
         }
         // Nothing was committed by the refused requests: both streams still end at the unlike.
         #expect(try HTTPTestClient.request("GET", "/health", port: a).json["lastSeq"] as? Int == Int(seqs[2]))
+        #expect(serverA.stop() == 0, "\(serverA.log)")
+        #expect(serverB.stop() == 0, "\(serverB.log)")
+    }
+
+    @Test(arguments: TestBackend.allCases)
+    func aUserErasedThroughOneServerIsRefusedAndItsStreamsEndOnBoth(on backend: TestBackend) throws {
+        let dir = TemporaryDirectory("feedsync-multi")
+        guard let location = try backend.makeLocation(in: dir) else { return }
+        let setup = try FeedService(location: location)
+        for user in ["alice", "bob"] { try setup.createUser(id: user) }
+        try setup.createPost(id: "p1", authorID: "bob", body: "first")
+        try setup.createPost(id: "a1", authorID: "alice", body: "alice's")
+        try setup.like(userID: "alice", postID: "p1")
+        let tokens = try [setup.issueToken(userID: "alice").token, setup.issueToken(userID: "alice").token]
+        let bobToken = try setup.issueToken(userID: "bob").token
+        setup.close()
+
+        let serverA = try ServeProcess(database: location, home: dir.path)
+        defer { serverA.stop() }
+        let serverB = try ServeProcess(database: location, home: dir.path)
+        defer { serverB.stop() }
+        let (a, b) = (serverA.port, serverB.port)
+        let start = try #require(try HTTPTestClient.request("GET", "/health", port: a).json["lastSeq"] as? Int)
+        let alices = try [(a, tokens[0]), (b, tokens[1])].map { try EventFollower(port: $0, token: $1, query: "?after=\(start)") }
+        let bobs = try [a, b].map { try EventFollower(port: $0, token: bobToken, query: "?after=\(start)") }
+        defer { for follower in alices + bobs { follower.close() } }
+        for follower in alices + bobs { #expect(follower.wait { $0.response.status == 200 }) }
+
+        let erased = try HTTPTestClient.request("DELETE", "/api/me", port: b, token: tokens[0])
+        #expect(erased.status == 200, "\(erased.text)")
+        #expect(erased.json["deletedPosts"] as? Int == 1 && erased.json["removedLikes"] as? Int == 1, "\(erased.text)")
+        let seq = try #require((erased.json["seq"] as? NSNumber)?.int64Value)
+        // Both servers refuse both tokens at once: authentication reads the tokens table, which the erasure emptied.
+        for port in [a, b] {
+            for token in tokens {
+                #expect(try HTTPTestClient.request("PUT", "/api/posts/p1/like", port: port, token: token).status == 401)
+                #expect(try HTTPTestClient.request("GET", "/api/events", port: port, token: token).status == 401)
+            }
+        }
+        // Her streams on both servers end after the erasure's events; bob's go on, naming nobody.
+        let erasure = Array(Int64(start + 1)...seq)
+        for (follower, name) in zip(alices, ["A", "B"]) {
+            #expect(follower.wait { $0.isEnded }, "server \(name)")
+            #expect(follower.seqs == erasure, "server \(name)")
+            #expect(follower.received.last == EventFollower.Event(id: nil, name: "erased", data: "{\"lastEventID\":\(seq)}"))
+        }
+        for (follower, name) in zip(bobs, ["A", "B"]) {
+            #expect(follower.wait { $0.seqs.last == seq }, "server \(name)")
+            #expect(follower.seqs == erasure, "server \(name)")
+            #expect(!follower.received.contains { $0.data.contains("alice") }, "server \(name)")
+            #expect(follower.isEnded == false)
+        }
         #expect(serverA.stop() == 0, "\(serverA.log)")
         #expect(serverB.stop() == 0, "\(serverB.log)")
     }

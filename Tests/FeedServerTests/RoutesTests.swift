@@ -96,8 +96,8 @@ import Testing
         defer { sut.close() }
         for (method, path, allow) in [
             ("POST", "/api/feed", "GET"), ("GET", "/api/posts", "POST"), ("POST", "/api/posts/p1/like", "DELETE, PUT"),
-            ("DELETE", "/api/posts/p1", "GET"), ("GET", "/api/sync/push", "POST"), ("PUT", "/health", "GET"),
-            ("POST", "/api/events", "GET"), ("DELETE", "/", "GET"),
+            ("PUT", "/api/posts/p1", "DELETE, GET"), ("GET", "/api/me", "DELETE"), ("GET", "/api/sync/push", "POST"),
+            ("PUT", "/health", "GET"), ("POST", "/api/events", "GET"), ("DELETE", "/", "GET"),
         ] {
             let response = try sut.request(method, path)
             #expect(response.status == 405, "\(method) \(path)")

@@ -5,8 +5,9 @@ import Foundation
 
 /// A database on one backend with users alice, bob and carol and posts p1…p3, served on a free loopback port.
 ///
-/// Tokens come from a fixed dictionary (`tok-alice` → alice, and so on); `tok-gone` stands for a revoked token,
-/// and `tok-slow` is alice's after a second (it signals ``slowTokenSeen`` first): a request still in flight.
+/// Tokens come from a fixed dictionary (`tok-alice` → alice, and so on), then from the database (tokens issued with
+/// `service.issueToken`); `tok-gone` stands for a revoked token, and `tok-slow` is alice's after a second (it signals
+/// ``slowTokenSeen`` first): a request still in flight.
 final class ServerFixture: Sendable {
     static let tokens = ["tok-alice": "alice", "tok-bob": "bob", "tok-carol": "carol"]
 
@@ -39,9 +40,10 @@ final class ServerFixture: Sendable {
         configuration.heartbeat = heartbeat
         configure(&configuration)
         let tokens = Self.tokens
-        let slowTokenSeen = slowTokenSeen
+        let (slowTokenSeen, service) = (slowTokenSeen, service)
         server = try HTTPServer(service: service, configuration: configuration) { token throws(FeedError) in
-            guard token == "tok-slow" else { return tokens[token] }
+            if let user = tokens[token] { return user }
+            guard token == "tok-slow" else { return try service.authenticate(token: token) }
             slowTokenSeen.signal()
             Thread.sleep(forTimeInterval: 1)
             return "alice"
