@@ -346,7 +346,7 @@ final class StreamHub: @unchecked Sendable {
         let viewers = Set(streams.map(\.viewerID))
         let gone: Set<String>
         do {
-            gone = try viewers.subtracting(service.backend.readOnce { tx in try tx.existingUserIDs(Array(viewers)) })
+            gone = try viewers.subtracting(service.backend.readOnce { tx in try tx.deletion.existingUserIDs(Array(viewers)) })
         } catch {
             log("the event streams' look-up of erased viewers failed: \(error)")
             return

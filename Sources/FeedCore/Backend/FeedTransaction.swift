@@ -17,9 +17,6 @@ package protocol FeedTransaction: AnyObject {
     func insertPost(id: String, authorID: String, body: String, at time: Date) throws -> Post
     /// The key of a user, or `nil` when there is none.
     func userKey(for id: String) throws -> Int64?
-    /// Which of `ids` are users (a server's check of its streams' viewers after an erasure); one statement where each
-    /// statement is a round trip (PostgreSQL), a look-up per id otherwise (the default).
-    func existingUserIDs(_ ids: [String]) throws -> Set<String>
     /// A post, or `nil`.
     func post(id: String) throws -> Post?
     /// Every user, ordered by id.
@@ -100,13 +97,6 @@ package enum FeedViewer: Sendable, Hashable {
     case key(Int64)
     /// A user known by id, looked up with the page.
     case id(String)
-}
-
-extension FeedTransaction {
-    /// Which of `ids` are users: one ``userKey(for:)`` each.
-    package func existingUserIDs(_ ids: [String]) throws -> Set<String> {
-        try Set(ids.filter { try userKey(for: $0) != nil })
-    }
 }
 
 /// Row counts of a FeedSync database.

@@ -16,6 +16,10 @@ package protocol FeedDeletion: AnyObject {
     ///
     /// - Returns: what was removed, for the events; `nil` (nothing written) when no user has this id.
     func eraseUser(id: String, at time: Date) throws -> UserErasureRows?
+
+    /// Which of `ids` are users (a server's check of its streams' viewers after an erasure): one statement on
+    /// PostgreSQL, where each statement is a round trip; a look-up per id on SQLite.
+    func existingUserIDs(_ ids: [String]) throws -> Set<String>
 }
 
 /// What deleting a post did.

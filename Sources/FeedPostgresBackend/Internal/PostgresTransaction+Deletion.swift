@@ -84,4 +84,10 @@ extension PostgresTransaction: FeedDeletion {
         _ = try run("DELETE FROM users WHERE user_key = $1", [.integer(userKey)])
         return UserErasureRows(deletedPostIDs: postIDs, unlikedPosts: unliked)
     }
+
+    package func existingUserIDs(_ ids: [String]) throws -> Set<String> {
+        guard !ids.isEmpty else { return [] }
+        let result = try run("SELECT id FROM users WHERE id = ANY($1::text[])", [.text(PostgresArray.text(ids))])
+        return Set((0..<result.rowCount).compactMap { result.string($0, 0) })
+    }
 }

@@ -142,12 +142,6 @@ final class PostgresTransaction: FeedTransaction {
         try run("SELECT user_key FROM users WHERE id = $1", [.text(id)]).scalarInt64
     }
 
-    func existingUserIDs(_ ids: [String]) throws -> Set<String> {
-        guard !ids.isEmpty else { return [] }
-        let result = try run("SELECT id FROM users WHERE id = ANY($1::text[])", [.text(PostgresArray.text(ids))])
-        return Set((0..<result.rowCount).compactMap { result.string($0, 0) })
-    }
-
     func postKey(for id: String) throws -> Int64? {
         try run("SELECT post_key FROM posts WHERE id = $1", [.text(id)]).scalarInt64
     }

@@ -61,6 +61,11 @@ extension SQLiteTransaction: FeedDeletion {
         }
     }
 
+    package func existingUserIDs(_ ids: [String]) throws -> Set<String> {
+        let users = UserRepository(connection)
+        return try Set(ids.filter { try users.key(for: $0) != nil })
+    }
+
     /// Deletes a post whose likes are gone and records its tombstone.
     private func removePost(key: Int64, id: String, at time: Date) throws {
         try connection.run("DELETE FROM posts WHERE post_key = ?", key)
