@@ -12,6 +12,7 @@ extension SQLiteTransaction {
         let log = EventLog(connection)
         var outcomes: [Result<[LikeOutcome], StorageError>] = []
         outcomes.reserveCapacity(units.count)
+        try revalidateLikeKeys()
         for unit in units {
             var keys: [(user: Int64, post: Int64)] = []
             keys.reserveCapacity(unit.operations.count)
@@ -64,6 +65,27 @@ extension SQLiteTransaction {
         return outcomes
     }
 
+    /// Clears the store's key cache when a post was deleted or a user erased since it was last checked — by another
+    /// process, or another store on the same file, whose deletions this store's cache never heard of: a cached key
+    /// could then name a row that is gone, or a row created since under the same key (a key is reused once the
+    /// highest one is deleted). The log says so: a `postDeleted` or `userDeleted` event after the seq the cache was
+    /// checked through, or events pruned past it. Only the events appended since the last check are read.
+    private func revalidateLikeKeys() throws {
+        guard let likeKeys else { return }
+        let checked = likeKeys.checkedThrough
+        let state = try connection.fetchOne(
+            """
+            SELECT coalesce(max(seq), 0), coalesce(min(seq), 0),
+                   EXISTS (SELECT 1 FROM events WHERE seq > ?1 AND (kind = 'postDeleted' OR kind = 'userDeleted'))
+            FROM events
+            """, checked ?? 0
+        ) { row in (last: row.int64(at: 0), first: row.int64(at: 1), deletions: row.int64(at: 2) == 1) }
+        guard let state else { return }
+        let through = checked ?? -1
+        if through < 0 || state.deletions || state.first > through + 1 || state.last < through { likeKeys.clear() }
+        likeKeys.checkedThrough = state.last
+    }
+
     /// The keys of a user and a post: from the store's cache; a key not cached is looked up alone (one index probe),
     /// both in one query when neither is — which also proves that they exist.
     private func cachedKeys(userID: String, postID: String) throws -> (user: Int64, post: Int64) {
@@ -89,8 +111,9 @@ extension SQLiteTransaction {
 }
 
 /// Integer keys of users and posts by text id, for the like commands of one store. A key never changes while its row
-/// lives, so a key read from a committed row stays true until the row is deleted, which forgets it here; the caches
-/// are bounded and simply cleared when full.
+/// lives, so a key read from a committed row stays true until the row is deleted: this store's deletions forget it
+/// here, and another's clear the cache at the next like transaction (the log shows their events); the caches are
+/// bounded and simply cleared when full.
 ///
 /// `@unchecked Sendable`: both dictionaries are read and written only while `lock` is held.
 final class LikeKeyCache: @unchecked Sendable {
@@ -98,6 +121,30 @@ final class LikeKeyCache: @unchecked Sendable {
     private let lock = NSLock()
     private var users: [String: Int64] = [:]
     private var posts: [String: Int64] = [:]
+    private var checkedSeq: Int64?
+
+    /// The log's last seq when the keys were last checked against its deletions; `nil` before the first check.
+    /// Read and written by write transactions, which the store runs one at a time.
+    var checkedThrough: Int64? {
+        get {
+            lock.lock()
+            defer { lock.unlock() }
+            return checkedSeq
+        }
+        set {
+            lock.lock()
+            defer { lock.unlock() }
+            checkedSeq = newValue
+        }
+    }
+
+    /// Forgets every key.
+    func clear() {
+        lock.lock()
+        defer { lock.unlock() }
+        users.removeAll(keepingCapacity: true)
+        posts.removeAll(keepingCapacity: true)
+    }
 
     func keys(userID: String, postID: String) -> (user: Int64?, post: Int64?) {
         lock.lock()
