@@ -20,6 +20,8 @@ import Testing
     /// `user1`…`user8` may be erased; the others always survive.
     static let erasable = 8
     static let seconds = PostgresFaultTests.environmentInt("FEEDSYNC_DELETE_STRESS_SECONDS", 8)
+    /// The race's users: `user2`… like, one after another, while the post is deleted.
+    static let racers = 40
 
     @Test(arguments: TestBackend.allCases)
     func racingDeletionsErasuresAndLikesUnderSIGKILLLeaveNoTraceAndLoseNothing(on backend: TestBackend) throws {
@@ -124,7 +126,7 @@ import Testing
         defer { likers.close() }
         let deleter = try FeedService(location: location)
         defer { deleter.close() }
-        for u in 1...20 { try likers.createUser(id: "user\(u)") }
+        for u in 1...Self.racers { try likers.createUser(id: "user\(u)") }
         let rounds = 40
         for round in 1...rounds { try likers.createPost(id: "race\(round)", authorID: "user1", body: "round \(round)") }
         let seed = UInt64(ProcessInfo.processInfo.environment["FEEDSYNC_DELETE_STRESS_SEED"] ?? "") ?? UInt64.random(in: 1...999_999)
@@ -145,7 +147,7 @@ import Testing
                     problems.append("round \(round): no start")
                     return
                 }
-                for user in 2...20 {
+                for user in 2...Self.racers {
                     worker.step("round \(round): user\(user) likes")
                     do {
                         let result = try likers.like(userID: "user\(user)", postID: "race\(round)")
@@ -170,7 +172,7 @@ import Testing
                 }
                 likerGo.signal()
                 // The fault injection: the delete lands somewhere among the round's likes.
-                usleep(UInt32(random.next(4000)))
+                usleep(UInt32(random.next(3000)))
                 worker.step("round \(round): deleting")
                 do {
                     let deletion = try deleter.deletePost(postID: "race\(round)", by: nil)
@@ -193,7 +195,7 @@ import Testing
             let post = "race\(round)"
             let committed = likes.values.filter { $0.round == round }
             let refused = refusals.values.filter { $0.round == round }
-            #expect(committed.count + refused.count == 19)
+            #expect(committed.count + refused.count == Self.racers - 1)
             // Committed likes come first, each one more than the last; every refusal comes after them.
             #expect(committed.map(\.count) == Array(0..<committed.count).map { $0 + 1 }, "round \(round): counts \(committed.map(\.count))")
             #expect(committed.map(\.user) == Array(2..<(2 + committed.count)), "round \(round): a like committed after a refusal")
