@@ -10,6 +10,9 @@ public import FeedSQLite
 /// - `log-replay`: when the log is complete (never pruned, never bulk-loaded), replaying its likes and unlikes from
 ///   an empty set gives exactly the likes table (an event of an erased user changes no like; `postDeleted` removes
 ///   its post's likes).
+/// - `no-trace`: nothing names a user who does not exist (an erased one): no event's non-empty user id, API token,
+///   sync client record, or sync rejection (through its client's record); no like or post row names a deleted post
+///   (one with a tombstone). See ``TraceViolation``.
 ///
 /// - Complexity: full scans of every table; meant for `feedsync check` and tests, not hot paths.
 public struct InvariantChecker {
@@ -65,6 +68,7 @@ public struct InvariantChecker {
                 previous = seq
             }
         }
+        found += try traceViolations()
         if try isLogComplete() {
             var replayed = Set<LikePair>()
             try EventLog(db).forEach(after: 0) { event in

@@ -15,6 +15,7 @@ do {
     case "agent-load": try Agents.load(args)
     case "agent-crash": try Agents.crash(args)
     case "agent-random", "agent-acks": try FaultAgents.run(args)
+    case "agent-delete": try DeletionAgent.run(args)
     default: exit(try Workloads.run(args) ? 0 : 1)
     }
 } catch {

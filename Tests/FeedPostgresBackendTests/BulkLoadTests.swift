@@ -10,8 +10,9 @@ import Testing
     @Test func aBulkLoadCopiesRowsKeepsCountsAndRecordsTheBaseline() throws {
         guard let db = try TestDatabase.make("bulk_copy") else { return }
         let backend = db.backend
-        // One event before the load: the baseline is the log's last seq at the load.
-        try write(backend) { tx in _ = try tx.appendEvent(kind: .userCreated, userID: "early", postID: nil, likeCount: nil, at: testTime) }
+        // One event before the load: the baseline is the log's last seq at the load. It names a user the load
+        // creates (`check` finds an event naming a user who does not exist).
+        try write(backend) { tx in _ = try tx.appendEvent(kind: .userCreated, userID: "user0", postID: nil, likeCount: nil, at: testTime) }
         let userCount = 3000
         let postCount = 2000
         var expectedLikes = Set<[Int64]>()

@@ -19,7 +19,10 @@ import Testing
     @Test func aReaderNeverSeesAHoleOrASeqAppearBehindItsCursor() throws {
         guard let db = try TestDatabase.make("ordering_gap") else { return }
         let backend = db.backend
-        try write(backend) { tx in _ = try tx.appendEvent(kind: .userCreated, userID: "before", postID: nil, likeCount: nil, at: testTime) }
+        try write(backend) { tx in
+            _ = try tx.insertUser(id: "before", name: "", at: testTime)
+            _ = try tx.appendEvent(kind: .userCreated, userID: "before", postID: nil, likeCount: nil, at: testTime)
+        }
 
         let commits = Shared<[String]>([])
         let appended = DispatchSemaphore(value: 0)
@@ -32,6 +35,7 @@ import Testing
                 do {
                     try backend.write(
                         { tx throws in
+                            _ = try tx.insertUser(id: name, name: "", at: testTime)
                             _ = try tx.appendEvent(kind: .userCreated, userID: name, postID: nil, likeCount: nil, at: testTime)
                             if hold {
                                 appended.signal()

@@ -128,6 +128,7 @@ import Testing
         guard let db = try TestDatabase.make("tx_prune") else { return }
         try write(db.backend) { tx throws in
             for index in 1...5 {
+                _ = try tx.insertUser(id: "u\(index)", name: "", at: testTime)
                 _ = try tx.appendEvent(kind: .userCreated, userID: "u\(index)", postID: nil, likeCount: nil, at: testTime)
             }
         }

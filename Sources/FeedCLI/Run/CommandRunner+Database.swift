@@ -110,7 +110,7 @@ extension CommandRunner {
                     ("violations", .array(violations.map { .object([("rule", .string($0.rule)), ("detail", .string($0.detail))]) })),
                 ]))
         } else if violations.isEmpty {
-            console.line("ok: integrity, like counts, log order and log replay all hold")
+            console.line("ok: integrity, like counts, log order, log replay and no trace of anything deleted all hold")
         } else {
             printLines(violations.map { TextSanitizer.clean($0.description) })
         }

@@ -13,6 +13,9 @@ internal import FeedCore
 ///   an empty set gives exactly the likes table — computed in SQL (the last like or unlike of each pair decides,
 ///   unless its post was deleted after it; an event of an erased user, whose id is empty, changes no like),
 ///   reporting at most 20 pairs each way, sorted by post then user.
+/// - `no-trace`: nothing names a user who does not exist (an erased one): no event's non-empty user id, API token,
+///   sync client record, or sync rejection (through its client's record); no like or post row names a deleted post
+///   (one with a tombstone). See `TraceViolation`.
 ///
 /// - Complexity: full scans of every table; meant for `feedsync check` and tests, not hot paths.
 struct PostgresInvariantChecker {
@@ -95,6 +98,8 @@ struct PostgresInvariantChecker {
             found.append(
                 InvariantViolation(rule: "log-order", detail: "seq \(gaps.int64(row, 0) ?? 0) follows seq \(gaps.int64(row, 1) ?? 0)"))
         }
+
+        found += try traceViolations()
 
         let complete = try run("SELECT pruned_through = 0 AND bulk_loaded = 0 FROM log_state WHERE id = 1", []).bool(0, 0) ?? false
         if complete {

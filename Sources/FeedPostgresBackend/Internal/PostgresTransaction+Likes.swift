@@ -82,8 +82,16 @@ extension PostgresTransaction {
         let result = try run(
             sql, arguments,
             claim: { failure in
-                failure.sqlState == "FSU01" || failure.sqlState == "FSP01"
-                    ? Self.unitFailure(code: failure.sqlState, message: failure.message, in: units) : nil
+                if failure.sqlState == "FSU01" || failure.sqlState == "FSP01" {
+                    return Self.unitFailure(code: failure.sqlState, message: failure.message, in: units)
+                }
+                // A lone command reads its user's key without a lock (its post's row is the one it locks): when an
+                // erasure of that user commits meanwhile, the like row's foreign key finds no user. The post cannot
+                // be the missing row, as this transaction holds it; so the user was erased.
+                if failure.sqlState == "23503", let user = userIDs.first, userIDs.allSatisfy({ $0 == user }) {
+                    return .userNotFound(user)
+                }
+                return nil
             })
         guard result.rowCount == actions.count else {
             throw StorageError.database(
