@@ -112,12 +112,14 @@ extension FeedService {
         }
     }
 
-    /// Applies one pull step in one transaction: the source's changes (or snapshot), the cursor, and the queue's
-    /// confirmed mutations leave it.
+    /// Applies one pull step in one transaction: the source's changes (or snapshot page, asked from `requested`), the
+    /// cursor, and the queue's confirmed mutations leave it.
     ///
     /// - Returns: `false` when the replica's cursor moved since the pull was asked (another sync applied a step
     ///   meanwhile): nothing was applied.
-    func applyPullStep(_ response: PullResponse, after cursor: Int64?, identity: ReplicaIdentity) throws(FeedError) -> Bool {
+    func applyPullStep(
+        _ response: PullResponse, after cursor: Int64?, requested: SyncSnapshotPosition?, identity: ReplicaIdentity
+    ) throws(FeedError) -> Bool {
         let now = date.now
         return try commit(value: nil, command: "sync pull") { tx, events in
             let tables = try ReplicaTables(tx, identity: identity, now: now)
@@ -128,6 +130,7 @@ extension FeedService {
                     events += try tables.addPost(id: post.id, authorID: post.authorID, body: post.body, createdAt: post.createdAt)
                     events += try tables.reconcile(post.id, confirmedLiked: post.liked, confirmedCount: post.likeCount)
                 }
+                events += try tables.dropMissing(from: snapshot, requested: requested, next: response.nextSnapshot)
             }
             // Users and posts in order; then each touched post once, with the last state the step confirms for it
             // (a step is one consistent state of the source, so the changes in between need not be shown one by one).
@@ -145,6 +148,10 @@ extension FeedService {
                     let before = confirmed[postID]
                     if before == nil { touched.append(postID) }
                     confirmed[postID] = (change.liked ?? before?.liked, change.likeCount ?? before?.count)
+                case .postDeleted:
+                    let postID = change.postID ?? ""
+                    events += try tables.deletePost(postID)
+                    if confirmed.removeValue(forKey: postID) != nil { touched.removeAll { $0 == postID } }
                 }
             }
             for postID in touched {

@@ -85,10 +85,18 @@ public final class ReplicaSync: Sendable {
             await bestEffort { self.replica.recordSyncError(nil) }
             return report
         } catch {
+            let error = named(error)
             let message = error.description
             await bestEffort { self.replica.recordSyncError(message) }
             throw error
         }
+    }
+
+    /// The error with what only the replica knows: an account the source does not have names the replica's user and
+    /// the database to remove.
+    private func named(_ error: SyncError) -> SyncError {
+        guard case .accountNotFound = error, let link = replica.replicaLink else { return error }
+        return .accountNotFound(userID: link.userID, replica: replica.backend.traits.location)
     }
 
     /// Syncs now and again whenever the source or the replica changes, until the calling task is cancelled (then it
@@ -152,7 +160,7 @@ public final class ReplicaSync: Sendable {
             let response = try await retrying { () async throws(SyncError) in try await transport.pull(request) }
             try Self.checkVersion(response.version)
             let applied = try await onReplica { () throws(FeedError) in
-                try self.replica.applyPullStep(response, after: request.after, identity: outbox.identity)
+                try self.replica.applyPullStep(response, after: request.after, requested: request.snapshot, identity: outbox.identity)
             }
             // The snapshot's next page, or (when another sync moved the cursor meanwhile) a fresh start.
             snapshot = applied ? response.nextSnapshot : nil
