@@ -11,7 +11,8 @@ internal import Foundation
 /// ```
 ///
 /// A request that fails with a transient error (``SyncError/isTransient``) is retried with exponential backoff
-/// (``RetryPolicy``); every other failure ends the call, is recorded in ``FeedService/replicaStatus()-9h5rz`` and thrown.
+/// (``RetryPolicy``); every other failure ends the call, is recorded in ``FeedService/replicaStatus()-9h5rz`` and thrown
+/// — but ``SyncError/accountNotFound(userID:replica:)``, which leaves the replica's file exactly as it was.
 /// Nothing is lost either way: each step commits locally in one transaction, and the source applies each mutation
 /// once however often it is sent. Two syncs of one replica at a time (two processes) are safe: a pull step applies
 /// only over the cursor it was asked from.
@@ -86,6 +87,8 @@ public final class ReplicaSync: Sendable {
             return report
         } catch {
             let error = named(error)
+            // A replica whose account is gone is left exactly as it was, for its user to remove.
+            if case .accountNotFound = error { throw error }
             let message = error.description
             await bestEffort { self.replica.recordSyncError(message) }
             throw error
