@@ -7,7 +7,7 @@ extension FeedService {
     ///
     /// A post found here may still be deleted before the unit runs (on PostgreSQL, by a transaction that committed
     /// in between): the unit then fails with `postNotFound` inside its savepoint, that post's mutations are rejected
-    /// too, and the rest is applied again — at most once per post.
+    /// too, and the rest is applied again — at most once per post. `ReplicaDeletionTests` races the two.
     static func applyPushedLikes(
         _ mutations: [SyncMutation], userID: String, at now: Date, in tx: any FeedTransaction,
         rejecting rejected: inout [(Int64, String)]
@@ -18,7 +18,13 @@ extension FeedService {
         var events: [EventRecord] = []
         while !pending.isEmpty {
             let operations = pending.map { LikeCommand($0.kind == .like ? .like : .unlike, userID: userID, postID: $0.postID) }
-            let result = try tx.savepoint { try tx.applyLikes([LikeUnit(operations: operations, at: now)])[0] }
+            // One unit's failure is thrown on PostgreSQL and returned on SQLite; the savepoint undoes its part.
+            let result: Result<[LikeOutcome], StorageError>
+            do {
+                result = try tx.savepoint { try tx.applyLikes([LikeUnit(operations: operations, at: now)])[0] }
+            } catch let error as StorageError {
+                result = .failure(error)
+            }
             switch result {
             case .success(let outcomes):
                 events = outcomes.compactMap(\.event)

@@ -166,6 +166,35 @@ import Testing
         #expect(try await phone.service.users().map(\.id) == ["bob", "carol"])
         try world.expectAgrees(phone)
     }
+
+    @Test(arguments: TestBackend.allCases)
+    func aPushedLikeRacingThePostsDeletionIsAppliedBeforeItOrRejectedNeverAnError(on backend: TestBackend) async throws {
+        let dir = TemporaryDirectory()
+        guard let world = try ReplicaWorld(in: dir, on: backend) else { return }
+        defer { world.close() }
+        let transport = world.transport(for: "alice")
+        defer { transport.close() }
+        var rejected = 0
+        for round in 1...20 {
+            let postID = "race\(round)"
+            try await world.source.createPost(id: postID, authorID: "bob", body: "soon gone")
+            let push = PushRequest(
+                clientID: "racer",
+                mutations: [
+                    SyncMutation(number: Int64(2 * round - 1), kind: .like, postID: "p1"),
+                    SyncMutation(number: Int64(2 * round), kind: round.isMultiple(of: 2) ? .like : .unlike, postID: postID),
+                ])
+            async let answer = transport.push(push)
+            try await world.source.deletePost(postID: postID, by: nil)
+            let response = try await answer
+            #expect(response.lastMutation == Int64(2 * round))
+            #expect(response.rejected.allSatisfy { $0.number == Int64(2 * round) && $0.reason == "no post \"\(postID)\"" })
+            rejected += response.rejected.count
+        }
+        #expect(try await world.source.likedPostIDs(userID: "alice") == ["p1"])
+        #expect(try await world.source.check().isEmpty)
+        #expect(rejected <= 20)
+    }
 }
 
 /// What a replica holds, to compare before and after a sync that must write nothing.
