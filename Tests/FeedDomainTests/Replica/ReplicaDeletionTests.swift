@@ -125,7 +125,20 @@ import Testing
         try await world.source.like(userID: "bob", postID: "p1")
         let laptop = try await world.replica("laptop", of: "bob")
         #expect(try await laptop.service.post(id: "p1", viewerID: "bob").post.likeCount == 2)
+        // Another replica of bob pulls one change a step: the erasure's count changes arrive before its snapshot.
+        let tablet = try FeedService(location: dir.file("tablet.sqlite"))
+        defer { tablet.close() }
+        try tablet.makeReplica(of: world.location, userID: "bob", clientID: "tablet")
+        let stepwise = try ReplicaSync(replica: tablet, transport: world.transport(for: "bob"), pullSize: 1)
+        _ = try await stepwise.sync()
+        let counted = try await tablet.lastSeqOfItsOwnLog()
         try await world.source.deleteUser(userID: "alice")
+        _ = try await stepwise.sync()
+        let seen = try await tablet.events(after: counted)
+        #expect(seen.contains { $0.kind == .likeCountChanged && $0.postID == "p1" && $0.likeCount == 1 && $0.userID.isEmpty })
+        #expect(seen.contains { $0.kind == .postDeleted && $0.postID == "a1" } && seen.last?.kind == .userDeleted)
+        try world.expectAgrees(ReplicaWorld.Replica(service: tablet, sync: stepwise, clientID: "tablet"))
+        #expect(try await tablet.users().map(\.id) == ["bob", "carol"])
         let report = try await laptop.sync.sync()
         #expect(report.resynced, "an erasure names nobody in the log: the replica gets a snapshot")
         let rows = try await laptop.service.feedPage(viewerID: "bob").rows
@@ -195,6 +208,11 @@ import Testing
         #expect(try await world.source.check().isEmpty)
         #expect(rejected <= 20)
     }
+}
+
+extension FeedService {
+    /// The last seq of the service's own log.
+    fileprivate func lastSeqOfItsOwnLog() async throws -> Int64 { try await status().lastSeq }
 }
 
 /// What a replica holds, to compare before and after a sync that must write nothing.
