@@ -47,9 +47,10 @@ package protocol ReplicaStore: AnyObject {
     func isDeletedPost(_ postID: String) throws -> Bool
     /// The ids of the users after `after` (`nil`: from the first) through `through` (`nil`: to the last), by id.
     func userIDs(after: String?, through: String?) throws -> [String]
-    /// The ids of the posts created strictly between the two times (milliseconds since 1970; `nil`: unbounded),
-    /// except posts this replica created (their `createPost` is queued, or was refused).
-    func sourcePostIDs(createdAfter: Int64?, before: Int64?) throws -> [String]
+    /// The ids and creation times of the posts created from `from` (inclusive) until `before` (exclusive), in
+    /// milliseconds since 1970 (`nil`: unbounded), except posts this replica created (their `createPost` is queued,
+    /// or was refused).
+    func sourcePosts(createdFrom from: Int64?, before: Int64?) throws -> [(id: String, createdAt: Int64)]
 }
 
 /// What makes a database a replica: where it syncs from, as whom, under which client id.

@@ -155,6 +155,7 @@ public final class ReplicaSync: Sendable {
             report.rejected += response.rejected.count
         }
         var snapshot: SyncSnapshotPosition?
+        var boundary: SnapshotBoundary?
         while true {
             let outbox = try await onReplica { () throws(FeedError) in try self.replica.replicaOutbox(limit: 0) }
             let request = PullRequest(
@@ -162,11 +163,14 @@ public final class ReplicaSync: Sendable {
                 limit: pullSize, snapshot: snapshot)
             let response = try await retrying { () async throws(SyncError) in try await transport.pull(request) }
             try Self.checkVersion(response.version)
-            let applied = try await onReplica { () throws(FeedError) in
-                try self.replica.applyPullStep(response, after: request.after, requested: request.snapshot, identity: outbox.identity)
+            let step = try await onReplica { [boundary] () throws(FeedError) in
+                try self.replica.applyPullStep(
+                    response, after: request.after, requested: request.snapshot, boundary: boundary, identity: outbox.identity)
             }
+            let applied = step.applied
             // The snapshot's next page, or (when another sync moved the cursor meanwhile) a fresh start.
             snapshot = applied ? response.nextSnapshot : nil
+            boundary = snapshot == nil ? nil : step.boundary
             if applied {
                 report.pulled += response.changes.count + (response.snapshot?.posts.count ?? 0)
                 report.resynced = report.resynced || response.resync

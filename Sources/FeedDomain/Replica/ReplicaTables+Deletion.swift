@@ -31,13 +31,16 @@ extension ReplicaTables {
 
     /// After a snapshot page is applied: removes the local users and posts in the page's range that it did not
     /// carry — the source deleted them. `requested` is the position the page was asked from (`nil` for the first),
-    /// `next` the one it gave (`nil` for the last).
+    /// `next` the one it gave (`nil` for the last); `boundary` is what the previous page returned. Returns the
+    /// boundary for the next page.
     ///
     /// Users come by id, so their range is exact. Posts come by creation time and the source's insertion order,
-    /// which the replica does not have: a page covers the times strictly between the previous page's last post and
-    /// its own, and the last page everything after, so a post created in the very millisecond of a page boundary is
-    /// left for the log to delete.
-    func dropMissing(from page: SyncSnapshot, requested: SyncSnapshotPosition?, next: SyncSnapshotPosition?) throws -> [EventRecord] {
+    /// which the replica does not have: a page decides for the posts from the millisecond of the previous page's last
+    /// post until (not including) the millisecond of its own last post; the posts of that boundary millisecond it
+    /// carried are handed on, and the next page decides for them with its own.
+    func dropMissing(
+        from page: SyncSnapshot, requested: SyncSnapshotPosition?, next: SyncSnapshotPosition?, boundary: SnapshotBoundary?
+    ) throws -> (events: [EventRecord], boundary: SnapshotBoundary?) {
         var events: [EventRecord] = []
         if requested?.usersDone != true {
             let through = next.flatMap { $0.usersDone ? nil : $0.userAfter }
@@ -47,19 +50,31 @@ extension ReplicaTables {
                 events += try eraseUser(id)
             }
         }
-        guard next?.usersDone ?? true else { return events }
+        guard next?.usersDone ?? true else { return (events, nil) }
         let before: Int64?
         if let next {
-            guard let last = next.postAfter else { return events }
+            guard let last = next.postAfter else { return (events, nil) }
             before = last.createdAtMillis
         } else {
             before = nil
         }
+        let from = requested?.postAfter?.createdAtMillis
         let carried = Set(page.posts.map(\.id))
-        for id in try store.sourcePostIDs(createdAfter: requested?.postAfter?.createdAtMillis, before: before)
-        where !carried.contains(id) {
-            events += try deletePost(id)
+        for post in try store.sourcePosts(createdFrom: from, before: before) where !carried.contains(post.id) {
+            // A post of the previous page's last millisecond: gone only if no page carried it.
+            if let from, post.createdAt == from, boundary?.millis != from || boundary?.ids.contains(post.id) == true { continue }
+            events += try deletePost(post.id)
         }
-        return events
+        guard let before else { return (events, nil) }
+        var handed = SnapshotBoundary(millis: before, ids: Set(page.posts.filter { $0.createdAt == before }.map(\.id)))
+        if let boundary, boundary.millis == before { handed.ids.formUnion(boundary.ids) }
+        return (events, handed)
     }
+}
+
+/// The posts a snapshot's pages carried in the millisecond of the last page's last post, which the next page decides
+/// for (``ReplicaTables/dropMissing(from:requested:next:boundary:)``).
+struct SnapshotBoundary: Sendable, Hashable {
+    var millis: Int64
+    var ids: Set<String>
 }

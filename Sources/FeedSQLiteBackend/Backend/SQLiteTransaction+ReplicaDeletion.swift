@@ -15,16 +15,16 @@ extension SQLiteTransaction {
         }
     }
 
-    package func sourcePostIDs(createdAfter: Int64?, before: Int64?) throws -> [String] {
+    package func sourcePosts(createdFrom from: Int64?, before: Int64?) throws -> [(id: String, createdAt: Int64)] {
         try connection.mapErrors {
             try connection.fetchAll(
                 """
-                SELECT p.id FROM posts p
-                WHERE p.created_at > ?1 AND p.created_at < ?2
+                SELECT p.id, p.created_at FROM posts p
+                WHERE p.created_at >= ?1 AND p.created_at < ?2
                   AND NOT EXISTS (SELECT 1 FROM replica_mutations m WHERE m.post_id = p.id AND m.kind = 'post')
                 ORDER BY p.created_at, p.post_key
-                """, createdAfter ?? .min, before ?? .max
-            ) { $0.string(at: 0) }
+                """, from ?? .min, before ?? .max
+            ) { (id: $0.string(at: 0), createdAt: $0.int64(at: 1)) }
         }
     }
 }

@@ -49,6 +49,35 @@ import Testing
     }
 
     @Test(arguments: TestBackend.allCases)
+    func aPagedResyncDropsDeletedPostsOfOneMillisecondAcrossPageBoundaries(on backend: TestBackend) async throws {
+        let dir = TemporaryDirectory()
+        guard let world = try ReplicaWorld(in: dir, on: backend) else { return }
+        defer { world.close() }
+        // Twelve posts of one millisecond: every snapshot page boundary falls inside it.
+        let stopped = try withDependencies {
+            $0.date = .constant(Date(timeIntervalSince1970: 1_700_000_000))
+        } operation: {
+            try FeedService(location: world.location)
+        }
+        for i in 1...12 { try await stopped.createPost(id: "same\(i)", authorID: i.isMultiple(of: 2) ? "bob" : "carol", body: "tick") }
+        stopped.close()
+        let phone = try FeedService(location: dir.file("phone.sqlite"))
+        defer { phone.close() }
+        try phone.makeReplica(of: world.location, userID: "alice", clientID: "paged")
+        let sync = try ReplicaSync(replica: phone, transport: world.transport(for: "alice"), pullSize: 3)
+        _ = try await sync.sync()
+        let replica = ReplicaWorld.Replica(service: phone, sync: sync, clientID: "paged")
+        try world.expectAgrees(replica)
+        for i in [1, 3, 4, 8, 12] { try await world.source.deletePost(postID: "same\(i)", by: nil) }
+        try await world.source.deletePost(postID: "p2", by: nil)
+        _ = try await world.source.pruneEvents(through: try await world.source.status().lastSeq)
+        let report = try await sync.sync()
+        #expect(report.resynced)
+        #expect(try await phone.feedPage(viewerID: "alice", limit: 100).rows.count == 8)
+        try world.expectAgrees(replica)
+    }
+
+    @Test(arguments: TestBackend.allCases)
     func aQueuedLikeOnADeletedPostIsRejectedWithoutBlockingTheQueue(on backend: TestBackend) async throws {
         let dir = TemporaryDirectory()
         guard let world = try ReplicaWorld(in: dir, on: backend) else { return }
