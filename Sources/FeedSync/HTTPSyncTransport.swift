@@ -114,7 +114,8 @@ public import FeedDomain
             let code = object?["code"] as? String
             switch (status, code) {
             case (401, _): return .unauthorized
-            case (403, "unknownUser"): return .unknownUser(message)
+            // The replica's sync names the user and the replica (the server's message names only the user).
+            case (403, "accountNotFound"), (403, "unknownUser"): return .accountNotFound(userID: "", replica: nil)
             case (403, _): return .clientOfAnotherUser(clientID: message)
             case (400, "unsupportedVersion"): return .invalidRequest(message)
             case (400..<500, _): return .invalidRequest(message)

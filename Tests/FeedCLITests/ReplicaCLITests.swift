@@ -110,7 +110,7 @@ import Testing
         // Unknown at the source: 65, and the new file never appears.
         let unknown = try feedsync(replica, "replica", "init", "--from", source, "--user", "zed")
         expectOneLineFailure(unknown, status: 65)
-        #expect(unknown.stderr.contains(#"the source has no user "zed""#))
+        #expect(unknown.stderr.contains(#"the source has no account "zed""#))
         // Unreachable: 75.
         let unreachable = try feedsync(replica, "replica", "init", "--from", home.file("missing.sqlite"), "--user", "alice")
         expectOneLineFailure(unreachable, status: 75)

@@ -42,8 +42,8 @@ struct CLIError: Error, Sendable, Hashable {
             self.init("\(error). Nothing was lost: the replica keeps its changes queued; try again later.", exitCode: .busy)
         case .notAReplica:
             self.init("\(error).", exitCode: .usage)
-        case .unknownUser:
-            self.init("\(error). Create the user there, or pass another --user.", exitCode: .data)
+        case .accountNotFound:
+            self.init("\(error).", exitCode: .data)
         case .unsupportedVersion, .invalidRequest, .clientOfAnotherUser, .unauthorized:
             self.init("\(error).", exitCode: .data)
         case .feed(let feedError):

@@ -57,6 +57,11 @@ extension CommandRunner {
                 throw CLIError(
                     "the source is unavailable: \(reason); \(FeedError.quoted(path)) was left as it was. Check --from and "
                         + "that the source is up, then try again.", exitCode: .busy)
+            } catch .accountNotFound {
+                throw CLIError(
+                    "the source has no account \(FeedError.quoted(user)) (it was never created, or was erased); "
+                        + "\(FeedError.quoted(path)) was left as it was. Create the user there, or pass another --user.",
+                    exitCode: .data)
             } catch .unauthorized {
                 throw CLIError(
                     "the server refused the token (missing, wrong or revoked); \(FeedError.quoted(path)) was left as it was. "

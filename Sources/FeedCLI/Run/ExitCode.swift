@@ -6,7 +6,8 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
     case violations = 1
     /// `EX_USAGE`: unknown command or option, missing or malformed argument, out-of-range number.
     case usage = 64
-    /// `EX_DATAERR`: unknown post or user, invalid id or text, duplicates, a non-empty database for `seed`.
+    /// `EX_DATAERR`: unknown post or user, invalid id or text, duplicates, a non-empty database for `seed`, a sync the
+    /// source refused (a replica whose account was erased).
     case data = 65
     /// `EX_NOINPUT`: the events asked for (`events --since SEQ`) are no longer in the log; they were pruned.
     case historyPruned = 66

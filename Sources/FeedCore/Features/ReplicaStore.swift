@@ -43,6 +43,14 @@ package protocol ReplicaStore: AnyObject {
     func setPostCreatedAt(_ millis: Int64, postID: String) throws
     /// Gives a user added without a name (as a post's author) the source's name.
     func nameUser(_ id: String, name: String) throws
+    /// Whether the post was deleted here (its id has a tombstone), so that no later step brings it back.
+    func isDeletedPost(_ postID: String) throws -> Bool
+    /// The ids of the users after `after` (`nil`: from the first) through `through` (`nil`: to the last), by id.
+    func userIDs(after: String?, through: String?) throws -> [String]
+    /// The ids and creation times of the posts created from `from` (inclusive) until `before` (exclusive), in
+    /// milliseconds since 1970 (`nil`: unbounded), except posts this replica created (their `createPost` is queued,
+    /// or was refused).
+    func sourcePosts(createdFrom from: Int64?, before: Int64?) throws -> [(id: String, createdAt: Int64)]
 }
 
 /// What makes a database a replica: where it syncs from, as whom, under which client id.

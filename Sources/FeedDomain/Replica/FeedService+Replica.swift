@@ -112,22 +112,29 @@ extension FeedService {
         }
     }
 
-    /// Applies one pull step in one transaction: the source's changes (or snapshot), the cursor, and the queue's
-    /// confirmed mutations leave it.
+    /// Applies one pull step in one transaction: the source's changes (or snapshot page, asked from `requested`, after
+    /// the previous page's `boundary`), the cursor, and the queue's confirmed mutations leave it.
     ///
-    /// - Returns: `false` when the replica's cursor moved since the pull was asked (another sync applied a step
-    ///   meanwhile): nothing was applied.
-    func applyPullStep(_ response: PullResponse, after cursor: Int64?, identity: ReplicaIdentity) throws(FeedError) -> Bool {
+    /// - Returns: `applied == false` when the replica's cursor moved since the pull was asked (another sync applied a
+    ///   step meanwhile): nothing was applied. A snapshot page that is not the last returns its boundary.
+    func applyPullStep(
+        _ response: PullResponse, after cursor: Int64?, requested: SyncSnapshotPosition?, boundary: SnapshotBoundary?,
+        identity: ReplicaIdentity
+    ) throws(FeedError) -> (applied: Bool, boundary: SnapshotBoundary?) {
         let now = date.now
         return try commit(value: nil, command: "sync pull") { tx, events in
             let tables = try ReplicaTables(tx, identity: identity, now: now)
-            guard try tables.store.replicaCursor().syncedSeq == cursor else { return false }
+            guard try tables.store.replicaCursor().syncedSeq == cursor else { return (false, nil) }
+            var handed: SnapshotBoundary?
             if let snapshot = response.snapshot {
                 for user in snapshot.users { events += try tables.addUser(id: user.id, name: user.name, createdAt: user.createdAt) }
                 for post in snapshot.posts {
                     events += try tables.addPost(id: post.id, authorID: post.authorID, body: post.body, createdAt: post.createdAt)
                     events += try tables.reconcile(post.id, confirmedLiked: post.liked, confirmedCount: post.likeCount)
                 }
+                let dropped = try tables.dropMissing(from: snapshot, requested: requested, next: response.nextSnapshot, boundary: boundary)
+                events += dropped.events
+                handed = dropped.boundary
             }
             // Users and posts in order; then each touched post once, with the last state the step confirms for it
             // (a step is one consistent state of the source, so the changes in between need not be shown one by one).
@@ -145,6 +152,10 @@ extension FeedService {
                     let before = confirmed[postID]
                     if before == nil { touched.append(postID) }
                     confirmed[postID] = (change.liked ?? before?.liked, change.likeCount ?? before?.count)
+                case .postDeleted:
+                    let postID = change.postID ?? ""
+                    events += try tables.deletePost(postID)
+                    if confirmed.removeValue(forKey: postID) != nil { touched.removeAll { $0 == postID } }
                 }
             }
             for postID in touched {
@@ -152,10 +163,10 @@ extension FeedService {
                 events += try tables.reconcile(postID, confirmedLiked: state?.liked, confirmedCount: state?.count)
             }
             // A snapshot page that is not the last leaves the cursor (and the queue) as they were.
-            if response.nextSnapshot != nil { return true }
+            if response.nextSnapshot != nil { return (true, handed) }
             if let number = response.lastMutation { events += try tables.confirm(through: number) }
             try tables.store.recordPull(through: response.through, bulkGeneration: response.bulkGeneration, at: now)
-            return true
+            return (true, nil)
         }
     }
 

@@ -93,21 +93,7 @@ extension FeedService {
                             try tx.appendEvent(kind: .postCreated, userID: userID, postID: mutation.postID, likeCount: nil, at: now))
                     }
                 } else {
-                    // Posts are never deleted, so the ones found here stay found: the likes of known posts then go
-                    // as one unit (one statement on PostgreSQL), and the others are rejected.
-                    let known = try source.existingPostIDs(valid.map(\.postID))
-                    for mutation in valid where !known.contains(mutation.postID) {
-                        rejected.append((mutation.number, FeedError.postNotFound(mutation.postID).description))
-                    }
-                    let operations = valid.filter { known.contains($0.postID) }.map {
-                        LikeCommand($0.kind == .like ? .like : .unlike, userID: userID, postID: $0.postID)
-                    }
-                    if !operations.isEmpty {
-                        switch try tx.applyLikes([LikeUnit(operations: operations, at: now)])[0] {
-                        case .success(let outcomes): events.append(contentsOf: outcomes.compactMap(\.event))
-                        case .failure(let error): throw error
-                        }
-                    }
+                    events += try Self.applyPushedLikes(valid, userID: userID, at: now, in: tx, rejecting: &rejected)
                 }
                 try source.recordSyncRejections(
                     rejected.map { SyncRejectionRecord(number: $0.0, reason: $0.1) }, clientID: clientID, at: now)
@@ -116,7 +102,7 @@ extension FeedService {
             }
         } catch {
             if case .invalidValue(field: "client id", _, _) = error { throw .clientOfAnotherUser(clientID: clientID) }
-            if case .userNotFound(let id) = error { throw .unknownUser(id) }
+            if case .userNotFound(let id) = error { throw .accountNotFound(userID: id, replica: nil) }
             throw SyncError.wrap(error)
         }
     }
@@ -145,6 +131,11 @@ extension FeedService {
                 let position = request.after.map { SubscriberPosition(lastSeq: $0, bulkGeneration: request.bulkGeneration) }
                 if let position, position.lastSeq <= head, baseline.rebuildPoint(for: position) == nil {
                     let events = try tx.syncSource.syncEvents(after: position.lastSeq, limit: limit)
+                    // An erasure names nobody in the log: a snapshot shows the replica which user and posts are gone.
+                    if events.contains(where: { $0.record.kind == .userDeleted }) {
+                        let start = SyncSnapshotPosition(through: head, bulkGeneration: baseline.bulkGeneration, resync: true)
+                        return try Self.snapshotPage(at: start, viewerKey: viewerKey, client: client, head: head, limit: limit, in: tx)
+                    }
                     let through = events.last?.record.seq ?? position.lastSeq
                     let confirmed = client.flatMap { $0.lastMutationSeq <= through ? $0.lastMutation : nil }
                     return PullResponse(
@@ -158,7 +149,7 @@ extension FeedService {
         } catch SourceRefusal.anotherUser {
             throw .clientOfAnotherUser(clientID: request.clientID)
         } catch SourceRefusal.unknownUser {
-            throw .unknownUser(userID)
+            throw .accountNotFound(userID: userID, replica: nil)
         } catch SourceRefusal.badSnapshot {
             throw .invalidRequest("the snapshot position is not one this source gave")
         } catch {
@@ -208,8 +199,9 @@ extension FeedService {
         case anotherUser, unknownUser, badSnapshot
     }
 
-    /// How the replica's user sees one event of the source, or `nil` for one a replica does not apply: a deletion,
-    /// and the creation of a user or post that is gone since (an erased user, a deleted post).
+    /// How the replica's user sees one event of the source, or `nil` for one a replica does not apply: an erasure
+    /// (answered with a snapshot instead), and the creation of a user or post that is gone since (an erased user, a
+    /// deleted post).
     private static func change(for source: SyncSourceEvent, viewer: String) -> SyncChange? {
         let event = source.record.seen(by: viewer)
         let at = millis(event.at)
@@ -228,7 +220,9 @@ extension FeedService {
                 seq: event.seq, kind: .like, postID: event.postID, liked: event.kind == .liked, likeCount: event.likeCount, at: at)
         case .likeCountChanged:
             return SyncChange(seq: event.seq, kind: .likeCount, postID: event.postID, likeCount: event.likeCount, at: at)
-        case .postDeleted, .userDeleted:
+        case .postDeleted:
+            return SyncChange(seq: event.seq, kind: .postDeleted, postID: event.postID, at: at)
+        case .userDeleted:
             return nil
         }
     }

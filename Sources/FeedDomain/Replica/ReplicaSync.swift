@@ -11,7 +11,8 @@ internal import Foundation
 /// ```
 ///
 /// A request that fails with a transient error (``SyncError/isTransient``) is retried with exponential backoff
-/// (``RetryPolicy``); every other failure ends the call, is recorded in ``FeedService/replicaStatus()-9h5rz`` and thrown.
+/// (``RetryPolicy``); every other failure ends the call, is recorded in ``FeedService/replicaStatus()-9h5rz`` and thrown
+/// — but ``SyncError/accountNotFound(userID:replica:)``, which leaves the replica's file exactly as it was.
 /// Nothing is lost either way: each step commits locally in one transaction, and the source applies each mutation
 /// once however often it is sent. Two syncs of one replica at a time (two processes) are safe: a pull step applies
 /// only over the cursor it was asked from.
@@ -85,10 +86,20 @@ public final class ReplicaSync: Sendable {
             await bestEffort { self.replica.recordSyncError(nil) }
             return report
         } catch {
+            let error = named(error)
+            // A replica whose account is gone is left exactly as it was, for its user to remove.
+            if case .accountNotFound = error { throw error }
             let message = error.description
             await bestEffort { self.replica.recordSyncError(message) }
             throw error
         }
+    }
+
+    /// The error with what only the replica knows: an account the source does not have names the replica's user and
+    /// the database to remove.
+    private func named(_ error: SyncError) -> SyncError {
+        guard case .accountNotFound = error, let link = replica.replicaLink else { return error }
+        return .accountNotFound(userID: link.userID, replica: replica.backend.traits.location)
     }
 
     /// Syncs now and again whenever the source or the replica changes, until the calling task is cancelled (then it
@@ -144,6 +155,7 @@ public final class ReplicaSync: Sendable {
             report.rejected += response.rejected.count
         }
         var snapshot: SyncSnapshotPosition?
+        var boundary: SnapshotBoundary?
         while true {
             let outbox = try await onReplica { () throws(FeedError) in try self.replica.replicaOutbox(limit: 0) }
             let request = PullRequest(
@@ -151,11 +163,14 @@ public final class ReplicaSync: Sendable {
                 limit: pullSize, snapshot: snapshot)
             let response = try await retrying { () async throws(SyncError) in try await transport.pull(request) }
             try Self.checkVersion(response.version)
-            let applied = try await onReplica { () throws(FeedError) in
-                try self.replica.applyPullStep(response, after: request.after, identity: outbox.identity)
+            let step = try await onReplica { [boundary] () throws(FeedError) in
+                try self.replica.applyPullStep(
+                    response, after: request.after, requested: request.snapshot, boundary: boundary, identity: outbox.identity)
             }
+            let applied = step.applied
             // The snapshot's next page, or (when another sync moved the cursor meanwhile) a fresh start.
             snapshot = applied ? response.nextSnapshot : nil
+            boundary = snapshot == nil ? nil : step.boundary
             if applied {
                 report.pulled += response.changes.count + (response.snapshot?.posts.count ?? 0)
                 report.resynced = report.resynced || response.resync

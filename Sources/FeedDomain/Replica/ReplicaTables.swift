@@ -109,13 +109,15 @@ struct ReplicaTables {
         return [try tx.appendEvent(kind: .userCreated, userID: id, postID: nil, likeCount: nil, at: at)]
     }
 
-    /// Adds a post the source has, unless it is here. A post this replica created, now confirmed, takes the source's
-    /// creation time (the source's clock orders the feed); among posts of the same millisecond it keeps its place.
+    /// Adds a post the source has, unless it is here or was deleted here (a snapshot page read before the source
+    /// deleted it). A post this replica created, now confirmed, takes the source's creation time (the source's clock
+    /// orders the feed); among posts of the same millisecond it keeps its place.
     func addPost(id: String, authorID: String, body: String, createdAt: Int64) throws -> [EventRecord] {
         if try tx.post(id: id) != nil {
             try store.setPostCreatedAt(createdAt, postID: id)
             return []
         }
+        if try store.isDeletedPost(id) { return [] }
         var events = try addUser(id: authorID, name: "", createdAt: createdAt)
         let at = Date(timeIntervalSince1970: Double(createdAt) / 1000)
         _ = try tx.insertPost(id: id, authorID: authorID, body: body, at: at)

@@ -36,7 +36,7 @@ public struct SyncEndpoint: Sendable {
 
     /// Answers a replica's pull as `userID`: changes after its cursor, or a snapshot.
     ///
-    /// - Throws: ``SyncError``: `unsupportedVersion`, `invalidRequest`, `clientOfAnotherUser`, `unknownUser`,
+    /// - Throws: ``SyncError``: `unsupportedVersion`, `invalidRequest`, `clientOfAnotherUser`, `accountNotFound`,
     ///   `unavailable`, `feed`.
     public func pull(_ request: PullRequest, userID: String) async throws(SyncError) -> PullResponse {
         try await onPool { () throws(SyncError) in try service.answerPull(request, userID: userID) }
@@ -109,12 +109,12 @@ public struct SyncEndpoint: Sendable {
     }
 
     /// The HTTP status for an error: 400 for a bad message, 401 unauthorized, 403 another user's client or an
-    /// unknown user, 503 unavailable (retry), 500 otherwise.
+    /// account the source does not have (erased, or never created), 503 unavailable (retry), 500 otherwise.
     public static func status(for error: SyncError) -> Int {
         switch error {
         case .unsupportedVersion, .invalidRequest: 400
         case .unauthorized: 401
-        case .clientOfAnotherUser, .unknownUser: 403
+        case .clientOfAnotherUser, .accountNotFound: 403
         case .unavailable: 503
         case .notAReplica, .feed: 500
         }
@@ -128,7 +128,7 @@ public struct SyncEndpoint: Sendable {
             case .invalidRequest: "invalidRequest"
             case .unauthorized: "unauthorized"
             case .clientOfAnotherUser: "clientOfAnotherUser"
-            case .unknownUser: "unknownUser"
+            case .accountNotFound: "accountNotFound"
             case .unavailable: "unavailable"
             case .notAReplica, .feed: "internal"
             }

@@ -7,9 +7,10 @@ public import FeedCore
 /// The acting user is never in a message: the server mounting ``SyncEndpoint`` passes the user it authenticated.
 public enum SyncProtocol {
     /// The version this build speaks. A message of another version is refused with
-    /// ``SyncError/unsupportedVersion(_:)``. Version 2 sends a snapshot in pages (``SyncSnapshotPosition``); a
-    /// replica of version 1, which expects a snapshot in one answer, is refused and must be upgraded.
-    public static let version = 2
+    /// ``SyncError/unsupportedVersion(_:)``. Version 3 sends deleted posts as changes (``SyncChange/Kind/postDeleted``),
+    /// which a replica of version 2 could not read, and version 2 sent a snapshot in pages (``SyncSnapshotPosition``):
+    /// a replica of an earlier version is refused and must be upgraded.
+    public static let version = 3
     /// The most mutations one push may carry.
     public static let maximumPushSize = 1_000
     /// The most changes, or snapshot rows (users and posts), one pull step returns.
@@ -171,6 +172,8 @@ public struct SyncChange: Sendable, Hashable, Codable {
         case like
         /// A post's like count changed through another user (``SyncChange/likeCount``).
         case likeCount
+        /// A post was deleted, with its likes (``SyncChange/postID``); its id is never used again.
+        case postDeleted
     }
 
     /// The source's seq of the change.

@@ -16,7 +16,7 @@ import Testing
                 SyncMutation(number: 1, kind: .like, postID: "p1"), SyncMutation(number: 2, kind: .createPost, postID: "p9", body: "hi"),
             ])
         let json = try String(decoding: JSONEncoder().encode(push), as: UTF8.self)
-        #expect(json.contains(#""version":2"#) && json.contains(#""kind":"createPost""#))
+        #expect(json.contains(#""version":3"#) && json.contains(#""kind":"createPost""#))
         #expect(try JSONDecoder().decode(PushRequest.self, from: Data(json.utf8)) == push)
         let pull = PullResponse(
             changes: [SyncChange(seq: 7, kind: .likeCount, postID: "p1", likeCount: 3, at: 1_700_000_000_123)],
@@ -34,20 +34,20 @@ import Testing
         let cases: [(String, SyncEndpoint.Route, String, Int)] = [
             ("not JSON", .push, "{", 400),
             ("the version before snapshot pages", .push, #"{"version":1,"clientID":"c1","mutations":[]}"#, 400),
-            ("another version", .pull, #"{"version":3,"clientID":"c1","bulkGeneration":0}"#, 400),
+            ("another version", .pull, #"{"version":4,"clientID":"c1","bulkGeneration":0}"#, 400),
             (
                 "numbers going back", .push,
-                #"{"version":2,"clientID":"c1","mutations":[{"number":2,"kind":"like","postID":"p1"},{"number":1,"kind":"like","postID":"p2"}]}"#,
+                #"{"version":3,"clientID":"c1","mutations":[{"number":2,"kind":"like","postID":"p1"},{"number":1,"kind":"like","postID":"p2"}]}"#,
                 400
             ),
-            ("a zero number", .push, #"{"version":2,"clientID":"c1","mutations":[{"number":0,"kind":"like","postID":"p1"}]}"#, 400),
-            ("a bad client id", .push, #"{"version":2,"clientID":"","mutations":[]}"#, 400),
-            ("an unknown kind", .push, #"{"version":2,"clientID":"c1","mutations":[{"number":1,"kind":"smash","postID":"p1"}]}"#, 400),
-            ("a negative cursor", .pull, #"{"version":2,"clientID":"c1","after":-1,"bulkGeneration":0}"#, 400),
-            ("a huge limit", .pull, #"{"version":2,"clientID":"c1","after":0,"bulkGeneration":0,"limit":100000000}"#, 400),
+            ("a zero number", .push, #"{"version":3,"clientID":"c1","mutations":[{"number":0,"kind":"like","postID":"p1"}]}"#, 400),
+            ("a bad client id", .push, #"{"version":3,"clientID":"","mutations":[]}"#, 400),
+            ("an unknown kind", .push, #"{"version":3,"clientID":"c1","mutations":[{"number":1,"kind":"smash","postID":"p1"}]}"#, 400),
+            ("a negative cursor", .pull, #"{"version":3,"clientID":"c1","after":-1,"bulkGeneration":0}"#, 400),
+            ("a huge limit", .pull, #"{"version":3,"clientID":"c1","after":0,"bulkGeneration":0,"limit":100000000}"#, 400),
             (
                 "a snapshot past the head", .pull,
-                #"{"version":2,"clientID":"c1","bulkGeneration":0,"snapshot":{"through":999999,"bulkGeneration":0,"resync":false,"usersDone":true}}"#,
+                #"{"version":3,"clientID":"c1","bulkGeneration":0,"snapshot":{"through":999999,"bulkGeneration":0,"resync":false,"usersDone":true}}"#,
                 400
             ),
         ]
@@ -66,19 +66,19 @@ import Testing
 
         // A client id belongs to the user who used it first.
         let first = await endpoint.respond(
-            to: .push, body: Data(#"{"version":2,"clientID":"c1","mutations":[{"number":1,"kind":"like","postID":"p1"}]}"#.utf8),
+            to: .push, body: Data(#"{"version":3,"clientID":"c1","mutations":[{"number":1,"kind":"like","postID":"p1"}]}"#.utf8),
             userID: "alice")
         #expect(first.status == 200)
         for route in SyncEndpoint.Route.allCases {
             let body =
                 route == .push
-                ? #"{"version":2,"clientID":"c1","mutations":[{"number":2,"kind":"unlike","postID":"p1"}]}"#
-                : #"{"version":2,"clientID":"c1","after":0,"bulkGeneration":0}"#
+                ? #"{"version":3,"clientID":"c1","mutations":[{"number":2,"kind":"unlike","postID":"p1"}]}"#
+                : #"{"version":3,"clientID":"c1","after":0,"bulkGeneration":0}"#
             let stolen = await endpoint.respond(to: route, body: Data(body.utf8), userID: "bob")
             #expect(stolen.status == 403, "\(route)")
         }
         let unknown = await endpoint.respond(
-            to: .pull, body: Data(#"{"version":2,"clientID":"c2","bulkGeneration":0}"#.utf8), userID: "zed")
+            to: .pull, body: Data(#"{"version":3,"clientID":"c2","bulkGeneration":0}"#.utf8), userID: "zed")
         #expect(unknown.status == 403)
         #expect(try await world.source.likedPostIDs(userID: "alice") == ["p1"])
         #expect(try await world.source.likedPostIDs(userID: "bob").isEmpty)
