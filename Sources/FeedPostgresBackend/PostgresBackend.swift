@@ -151,7 +151,7 @@ public final class PostgresBackend: FeedBackend {
     package var traits: FeedBackendTraits {
         FeedBackendTraits(
             name: Self.name, location: location, othersCanWrite: true,
-            concurrentWriteTransactions: min(2, options.maximumConnections))
+            concurrentWriteTransactions: min(2, options.maximumConnections), reusesKeys: false)
     }
 
     // MARK: - Transactions

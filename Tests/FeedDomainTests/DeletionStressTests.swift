@@ -41,20 +41,23 @@ import Testing
         defer { follower.close() }
         let live = LockedValue(LogReplay())
         let delivered = LockedLog<Int64>()
-        let stream = Task.detached {
+        let streamError = LockedLog<String>()
+        // On threads of its own, so that tests blocking the cooperative pool cannot starve the follower.
+        let stream = Task.detached(executorPreference: ThreadPerJobExecutor.shared) {
             do {
                 for try await batch in follower.changes(after: 0) {
                     live.withLock { replay in for event in batch { replay.apply(event) } }
                     delivered.append(batch[batch.count - 1].seq)
                 }
             } catch {
+                streamError.append("\(error)")
                 delivered.append(-1)
             }
         }
         defer { stream.cancel() }
         let warmUp = try service.like(userID: "user\(Self.users)", postID: "post1")
         let warmUpSeq = try #require(warmUp.seq)
-        #expect(delivered.wait(seconds: 30) { ($0.last ?? 0) >= warmUpSeq }, "the change stream delivers the set-up's events")
+        #expect(delivered.wait(seconds: 30) { ($0.last ?? 0) >= warmUpSeq }, "the change stream delivers the set-up's events (delivered through \(delivered.values.last ?? 0), \(streamError.values))")
         let ownSessions = try PostgresFaultTests.sessions(service, on: backend)
 
         let lines = LockedLog<String>()

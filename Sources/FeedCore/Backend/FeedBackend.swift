@@ -94,12 +94,17 @@ package struct FeedBackendTraits: Sendable, Hashable {
     /// own, serialized on the event-log head. The domain's group commit runs up to this many batches at once,
     /// grouping callers only beyond it.
     package let concurrentWriteTransactions: Int
+    /// Whether the key of a deleted user or post may be given to a row inserted later (SQLite's rowid does, for the
+    /// highest key; PostgreSQL's sequences never): where it may, a key read in one transaction is not cached for the
+    /// next, since another process may have erased its user since.
+    package let reusesKeys: Bool
 
-    package init(name: String, location: String, othersCanWrite: Bool, concurrentWriteTransactions: Int) {
+    package init(name: String, location: String, othersCanWrite: Bool, concurrentWriteTransactions: Int, reusesKeys: Bool) {
         self.name = name
         self.location = location
         self.othersCanWrite = othersCanWrite
         self.concurrentWriteTransactions = concurrentWriteTransactions
+        self.reusesKeys = reusesKeys
     }
 }
 

@@ -30,9 +30,13 @@ public final class FeedService: Sendable {
 
     let date: DateGenerator
     let uuid: UUIDGenerator
-    /// Viewers' integer keys by text id. Users are never deleted and their keys never change, so a key, once read,
-    /// stays true; the cache is bounded and simply cleared when full.
+    /// Viewers' integer keys by text id, on a backend that never reuses keys (PostgreSQL): a user's key never changes
+    /// while the user exists, and an erased user's key is never given to another, so a cached key is at worst the key
+    /// of nobody (this service's own erasures forget it). On SQLite a key is looked up each time, in the query's
+    /// transaction. The cache is bounded and simply cleared when full.
     private let userKeys = Locked<[String: Int64]>([:])
+    /// Whether ``userKeys`` is used: the backend never reuses a key.
+    private let cachesViewerKeys: Bool
     private static let keyCacheLimit = 100_000
     /// Like commands from overlapping callers share one transaction.
     let group: GroupCommit
@@ -62,6 +66,7 @@ public final class FeedService: Sendable {
         @Dependency(\.date) var date
         @Dependency(\.uuid) var uuid
         self.backend = backend
+        cachesViewerKeys = !backend.traits.reusesKeys
         self.bridge = bridge
         self.configuration = configuration
         blockingPool = BlockingExecutor.pool(threads: configuration.blockingThreads)
@@ -230,11 +235,13 @@ public final class FeedService: Sendable {
 
     /// The viewer's key if it is cached.
     func cachedViewerKey(_ viewerID: String) -> Int64? {
-        userKeys.withLock { $0[viewerID] }
+        guard cachesViewerKeys else { return nil }
+        return userKeys.withLock { $0[viewerID] }
     }
 
     /// Caches a viewer's key.
     func rememberViewerKey(_ key: Int64, for viewerID: String) {
+        guard cachesViewerKeys else { return }
         Self.remember(key, for: viewerID, in: userKeys)
     }
 
@@ -243,12 +250,11 @@ public final class FeedService: Sendable {
         _ = userKeys.withLock { $0.removeValue(forKey: viewerID) }
     }
 
-    /// The integer key of a viewer, cached: a user's key never changes while the user exists (erasing one forgets
-    /// it here).
+    /// The integer key of a viewer, cached where ``cachesViewerKeys``.
     func viewerKey(_ viewerID: String, tx: any FeedTransaction) throws -> Int64 {
-        if let key = userKeys.withLock({ $0[viewerID] }) { return key }
+        if let key = cachedViewerKey(viewerID) { return key }
         guard let key = try tx.userKey(for: viewerID) else { throw FeedError.userNotFound(viewerID) }
-        Self.remember(key, for: viewerID, in: userKeys)
+        rememberViewerKey(key, for: viewerID)
         return key
     }
 
