@@ -57,7 +57,9 @@ import Testing
         defer { stream.cancel() }
         let warmUp = try service.like(userID: "user\(Self.users)", postID: "post1")
         let warmUpSeq = try #require(warmUp.seq)
-        #expect(delivered.wait(seconds: 30) { ($0.last ?? 0) >= warmUpSeq }, "the change stream delivers the set-up's events (delivered through \(delivered.values.last ?? 0), \(streamError.values))")
+        #expect(
+            delivered.wait(seconds: 30) { ($0.last ?? 0) >= warmUpSeq },
+            "the change stream delivers the set-up's events (through \(delivered.values.last ?? 0); \(streamError.values))")
         let ownSessions = try PostgresFaultTests.sessions(service, on: backend)
 
         let lines = LockedLog<String>()

@@ -10,8 +10,8 @@ extension FeedStore: FeedBackend {
 
     /// One writer per database file; only a file has other processes that can write it.
     package var traits: FeedBackendTraits {
-        FeedBackendTraits(name: "SQLite", location: location, othersCanWrite: path != nil, concurrentWriteTransactions: 1,
-            reusesKeys: true)
+        FeedBackendTraits(
+            name: "SQLite", location: location, othersCanWrite: path != nil, concurrentWriteTransactions: 1, reusesKeys: true)
     }
 
     /// SQLite has no connection to lose and retries nothing (a busy database waits in its busy handler): nothing is
