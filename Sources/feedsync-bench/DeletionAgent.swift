@@ -46,17 +46,7 @@ enum DeletionAgent {
                     let deletion = try service.deletePost(postID: post, by: nil)
                     emitLine("deleted \(post) \(deletion.seq ?? 0)")
                 } else {
-                    let result =
-                        switch roll % 3 {
-                        case 0: try service.like(userID: user, postID: post)
-                        case 1: try service.unlike(userID: user, postID: post)
-                        default: try service.toggle(userID: user, postID: post)
-                        }
-                    if let seq = result.seq {
-                        emitLine("ack \(seq) \(result.liked ? "liked" : "unliked") \(user) \(post)")
-                    } else {
-                        emitLine("ack 0 none \(user) \(post)")
-                    }
+                    emitLine(try likeAck(service, user: user, post: post, roll: roll))
                 }
             } catch .postNotFound(post) {
                 emitLine("refused postNotFound \(user) \(post)")

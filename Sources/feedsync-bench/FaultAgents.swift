@@ -176,17 +176,7 @@ enum FaultAgents {
                     emitLine("post \(id) \(user)")
                     continue
                 }
-                let result =
-                    switch roll % 3 {
-                    case 0: try service.like(userID: user, postID: post)
-                    case 1: try service.unlike(userID: user, postID: post)
-                    default: try service.toggle(userID: user, postID: post)
-                    }
-                if let seq = result.seq {
-                    emitLine("ack \(seq) \(result.liked ? "liked" : "unliked") \(user) \(post)")
-                } else {
-                    emitLine("ack 0 none \(user) \(post)")
-                }
+                emitLine(try likeAck(service, user: user, post: post, roll: roll))
             } catch {
                 emitLine("error \(error.category) \(caseName(error))")
                 if stopOnError { exit(1) }
@@ -208,4 +198,17 @@ enum FaultAgents {
     private static func label(of value: Any) -> String {
         Mirror(reflecting: value).children.first?.label ?? "\(type(of: value))"
     }
+}
+
+/// Likes, unlikes or toggles (by `roll`) and answers the agent's acknowledgement line: `ack SEQ liked|unliked USER
+/// POST`, or `ack 0 none USER POST` when nothing changed.
+func likeAck(_ service: FeedService, user: String, post: String, roll: Int) throws(FeedError) -> String {
+    let result =
+        switch roll % 3 {
+        case 0: try service.like(userID: user, postID: post)
+        case 1: try service.unlike(userID: user, postID: post)
+        default: try service.toggle(userID: user, postID: post)
+        }
+    guard let seq = result.seq else { return "ack 0 none \(user) \(post)" }
+    return "ack \(seq) \(result.liked ? "liked" : "unliked") \(user) \(post)"
 }

@@ -32,4 +32,30 @@ extension DeletionTests {
         #expect(try first.like(userID: "user4", postID: "post4").likeCount == 1)
         #expect(try first.check().map(\.description) == [])
     }
+
+    @Test(arguments: TestBackend.allCases)
+    func anErasedViewersPageNeverShowsAnotherUsersLikes(on backend: TestBackend) throws {
+        let dir = TemporaryDirectory()
+        guard let location = try backend.makeLocation(in: dir) else { return }
+        let first = try makeService(at: location)
+        defer { first.close() }
+        let second = try FeedService(location: location)
+        defer { second.close() }
+        #expect(try first.feedPage(viewerID: "user3").rows.allSatisfy { !$0.liked })
+
+        try second.deleteUser(userID: "user3")
+        try second.createUser(id: "user4")
+        try second.like(userID: "user4", postID: "post1")
+
+        // SQLite may have given user3's key to user4: the page must not show user4's like as user3's.
+        do {
+            let page = try first.feedPage(viewerID: "user3")
+            #expect(backend == .postgresql, "SQLite looks the viewer up each time")
+            #expect(page.rows.allSatisfy { !$0.liked })
+        } catch {
+            #expect(error == .userNotFound("user3"))
+        }
+        #expect(throws: FeedError.userNotFound("user3")) { try second.feedPage(viewerID: "user3") }
+        #expect(try first.feedPage(viewerID: "user4").rows.first { $0.post.id == "post1" }?.liked == true)
+    }
 }
