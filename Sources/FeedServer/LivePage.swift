@@ -8,8 +8,9 @@
 /// resuming with `Last-Event-ID`; without a token it shows the feed but no live updates. It builds every element
 /// from text nodes, never from markup, so no post text is ever parsed as HTML. Elements the browser test uses carry
 /// `data-testid` attributes (`feed`, `post-ID`, `count-ID`, `open-ID`, `delete-ID`, `like-button`, `delete-button`,
-/// `back`, `status`, `live`). The viewer's own posts have a delete button; a deleted post's card goes from every page
-/// at once (`postDeleted`), and a page whose user was erased (`event: erased`) forgets its token.
+/// `back`, `status`, `live`, `erase-account`). The viewer's own posts have a delete button; a deleted post's card goes
+/// from every page at once (`postDeleted`). "Delete my account" erases the viewer (`DELETE /api/me`, after a second
+/// click), and a page whose user was erased, there or anywhere else (`event: erased`), forgets its token.
 package enum LivePage {
     /// The document, UTF-8.
     package static let html: String = #"""
@@ -52,6 +53,7 @@ package enum LivePage {
         <form id="login"><label for="token">Token</label> <input id="token" type="password" autocomplete="off"
         data-testid="token"> <button>Use</button></form>
         <span class="mute" data-testid="viewer" id="viewer"></span>
+        <button id="erase" class="del" data-testid="erase-account" hidden>Delete my account</button>
         <span class="mute" data-testid="live" id="live" data-state="closed">○ offline</span>
         </header>
         <main>
@@ -160,10 +162,20 @@ package enum LivePage {
         async function more() {
           const page = await api('GET', '/api/feed?limit=20' + (S.cursor ? '&before=' + encodeURIComponent(S.cursor) : ''));
           S.viewer = page.viewer;
+          $('erase').hidden = !(page.viewer && S.token);
           $('viewer').textContent = page.viewer ? 'as ' + page.viewer : 'anonymous';
           for (const p of page.posts) add(p, false, S.seq);
           S.cursor = page.nextCursor;
           $('more').hidden = !S.cursor;
+        }
+        // The account is gone (erased here or anywhere else): forget its token.
+        function signedOut() {
+          if (S.ctl) S.ctl.abort();
+          S.token = '';
+          try { localStorage.removeItem(KEY); } catch (e) {}
+          $('erase').hidden = true;
+          live('closed', '○ signed out');
+          say('this account was deleted');
         }
         function live(state, text) { $('live').dataset.state = state; $('live').textContent = text; }
         // The event stream, read with fetch: EventSource cannot send the token, and a token never goes in a URL. It
@@ -183,12 +195,7 @@ package enum LivePage {
               delay = 1000;
               const end = await read(r.body.getReader());
               if (end == 'historyPruned') return start();
-              if (end == 'erased') {
-                S.token = '';
-                try { localStorage.removeItem(KEY); } catch (e) {}
-                live('closed', '○ signed out');
-                return say('this account was deleted');
-              }
+              if (end == 'erased') return signedOut();
             } catch (e) {}
             if (ctl.signal.aborted) return;
             live('connecting', '○ reconnecting…');
@@ -244,6 +251,7 @@ package enum LivePage {
           if (S.ctl) S.ctl.abort();
           const ctl = S.ctl = new AbortController();
           S.posts.clear(); S.els.clear(); S.cursor = null;
+          delete $('erase').dataset.armed; $('erase').textContent = 'Delete my account';
           $('feed').replaceChildren();
           show(null);
           try {
@@ -275,6 +283,15 @@ package enum LivePage {
         $('login').onsubmit = (e) => { e.preventDefault(); use($('token').value.trim()); $('token').value = ''; };
         $('more').onclick = () => more().catch((e) => say(e.message));
         $('del').onclick = () => remove(S.open);
+        // Erasing takes a second click: the first one says what goes.
+        $('erase').onclick = async () => {
+          const b = $('erase');
+          if (!b.dataset.armed) {
+            b.dataset.armed = '1'; b.textContent = 'Yes, delete my account';
+            return say('your posts, likes and tokens will be erased; click again to confirm');
+          }
+          try { await api('DELETE', '/api/me'); signedOut(); } catch (e) { say(e.message); }
+        };
         $('back').onclick = () => { const id = S.open; show(null); const li = S.els.get(id); if (li) li.firstChild.focus(); };
         $('like').onclick = async () => {
           const p = S.posts.get(S.open), b = $('like');

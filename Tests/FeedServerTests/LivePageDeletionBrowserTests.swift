@@ -76,6 +76,16 @@ struct LivePageDeletionBrowserTests {
             try await carol.waitUntil(
                 "\(attribute("live", "data-state")) === 'closed' && \(text("status")) === 'this account was deleted'")
             #expect(try await carol.string("String(localStorage.getItem('feedsync.token'))") == "null")
+
+            // Bob erases his own account from his page (two clicks): his post2 leaves alice's page, and he is signed out.
+            try await bob.click(testID: "erase-account")
+            try await bob.waitUntil("\(text("status")).startsWith('your posts, likes and tokens will be erased')")
+            #expect(try await alice.string("String(!!\(element("post-post2")))") == "true", "one click erases nothing")
+            try await bob.click(testID: "erase-account")
+            try await bob.waitUntil(
+                "\(attribute("live", "data-state")) === 'closed' && \(text("status")) === 'this account was deleted'")
+            #expect(try await bob.string("String(localStorage.getItem('feedsync.token'))") == "null")
+            try await alice.waitUntil("\(element("post-post2")) === null")
             for (page, name) in [(alice, "a"), (bob, "b"), (carol, "c")] {
                 try await saveScreenshot(page, name: "live-page-delete-\(name).png")
             }
