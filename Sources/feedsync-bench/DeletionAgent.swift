@@ -32,6 +32,9 @@ enum DeletionAgent {
             throw BenchError("agent-delete needs --users and --posts of 1 or more and --erasable A-B (1 <= A <= B)")
         }
         let service = try FeedService(location: location, options: options)
+        // Closed before the process exits: its connections' threads must not run while libpq's and OpenSSL's exit
+        // handlers free what they use.
+        defer { service.close() }
         var random = BenchRandom(seed: UInt64(seed) &* 15_485_863 &+ 7)
         while true {
             let user = "user\(1 + random.next(users))"

@@ -42,6 +42,9 @@ enum FaultAgents {
         guard !location.isEmpty else { throw BenchError("agent-random needs --db LOCATION") }
         guard users > 0, posts > 0 else { throw BenchError("agent-random needs --users and --posts of 1 or more") }
         let service = try FeedService(location: location, options: options)
+        // Closed before the process exits: its connections' threads must not run while libpq's and OpenSSL's exit
+        // handlers free what they use.
+        defer { service.close() }
         var random = BenchRandom(seed: UInt64(seed) &* 7919 &+ 17)
         var created: [String] = []
         var changed = 0
@@ -119,7 +122,10 @@ enum FaultAgents {
         emitLine(
             "done \(seed) count \(count) changed \(changed) unchanged \(unchanged) posts \(created.count) refused \(refused) unexpected \(unexpected)"
         )
-        if unexpected > 0 { exit(1) }
+        if unexpected > 0 {
+            service.close()
+            exit(1)
+        }
     }
 
     /// Opens the service; when `retrying`, a failure that may pass (category `busy`: no connection yet, a network
@@ -155,6 +161,9 @@ enum FaultAgents {
         var options = FeedOpenOptions()
         if responseTimeout > 0 { options.responseTimeout = .milliseconds(responseTimeout) }
         let service = try openService(location, options, retrying: !stopOnError)
+        // Closed before the process exits: its connections' threads must not run while libpq's and OpenSSL's exit
+        // handlers free what they use.
+        defer { service.close() }
         var random = BenchRandom(seed: UInt64(seed) &* 104_729 &+ UInt64(getpid()))
         let interval = rate > 0 ? 1_000_000_000 / UInt64(rate) : 0
         let start = monotonicNanos()

@@ -250,7 +250,19 @@ import Testing
         guard backend == .postgresql else { return (true, 0) }
         var first: Int?
         let ended = eventually(seconds: 30) {
-            guard let others = try? sessions(service, on: backend, butThisOne: true).subtracting(own) else { return false }
+            // Sessions this process opened since `own` was taken (a pool that grew, a watch that reconnected) are not
+            // a killed client's: only sessions whose client port is not one of this process's sockets count.
+            let ports = ownClientPorts()
+            let sql = """
+                SELECT pid FROM pg_stat_activity
+                WHERE datname = current_database() AND application_name = 'feedsync' AND pid <> pg_backend_pid()
+                  AND NOT (client_port = ANY ($1::int[]))
+                """
+            let listed = try? service.backend.read { tx in
+                try tx.userStatements.fetch(sql, [.text("{" + ports.map(String.init).joined(separator: ",") + "}")])
+            }
+            guard let rows = listed else { return false }
+            let others = Set(rows.compactMap { $0.first?.integer }).subtracting(own)
             if first == nil { first = others.count }
             return others.isEmpty
         }
@@ -313,4 +325,29 @@ struct FaultRandom {
         state = state &* 6364136223846793005 &+ 1442695040888963407
         return Int((state >> 33) % UInt64(bound))
     }
+}
+
+/// The local TCP ports of this process's sockets (from `/proc/self/fd` and `/proc/net/tcp`, `tcp6`): the client ports
+/// of its own database sessions.
+func ownClientPorts() -> Set<Int> {
+    var inodes: Set<String> = []
+    for name in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? [] {
+        if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + name),
+            target.hasPrefix("socket:[")
+        {
+            inodes.insert(String(target.dropFirst("socket:[".count).dropLast()))
+        }
+    }
+    var ports: Set<Int> = []
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+        for line in text.split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: " ")
+            guard fields.count > 9, inodes.contains(String(fields[9])),
+                let port = fields[1].split(separator: ":").last.flatMap({ Int($0, radix: 16) })
+            else { continue }
+            ports.insert(port)
+        }
+    }
+    return ports
 }
