@@ -7,6 +7,9 @@
 #   ...
 #   .ci/postgres-server.sh restart DIR [SECS] # crash-restarts it (for fault tests); same port and password
 #   .ci/postgres-server.sh stop DIR           # stops the server and removes DIR
+#   port=$(.ci/postgres-server.sh standby DIR PRIMARY_DIR)  # a streaming standby of the server in PRIMARY_DIR
+#   .ci/postgres-server.sh halt DIR           # the machine dies: immediate stop, DIR kept (for failover tests)
+#   .ci/postgres-server.sh promote DIR        # the standby in DIR becomes a primary
 #
 # start creates a new cluster in DIR/data (initdb, UTF8, locale C), starts it and waits until it accepts
 # connections (pg_isready, at most 30 s; the server log tail is printed on failure). It creates:
@@ -30,14 +33,21 @@
 # accepts connections; it prints nothing on stdout and never the password. Tests use it for server-restart faults.
 # With SECS, the server stays down that many seconds between the immediate stop and the start (a crash whose
 # recovery waits), so that clients started meanwhile surely find it down.
-# `stop` only deletes a DIR that `start` made (it holds the marker file .feedsync-postgres) or an empty one.
+# `stop` only deletes a DIR that `start` or `standby` made (it holds the marker file .feedsync-postgres) or an empty
+# one.
+# `standby` copies the running server in PRIMARY_DIR with pg_basebackup (as the bootstrap superuser, through its
+# socket) into DIR, configured to stream from it (asynchronously), starts it on a free port of 127.0.0.1 and waits until it
+# accepts connections; it prints the port on stdout. The role, its password and the databases are the primary's: the
+# caller's URL works with the port replaced. `halt` stops a server as if its machine died (`pg_ctl stop -m
+# immediate`) and keeps DIR; `promote` ends the standby's recovery (`pg_ctl promote -w`), so it accepts writes.
 set +x # never trace: the URL carries the password
 set -euo pipefail
 
 me=postgres-server.sh
 die() { echo "$me: $*" >&2; exit 1; }
-usage() { echo "usage: $0 start DIR | restart DIR [SECS] | stop DIR" >&2; exit 2; }
-[ $# -eq 2 ] || { [ $# -eq 3 ] && [ "$1" = restart ] && [[ $3 =~ ^[0-9]+$ ]]; } || usage
+usage() { echo "usage: $0 start DIR | restart DIR [SECS] | stop DIR | standby DIR PRIMARY_DIR | halt DIR | promote DIR" >&2; exit 2; }
+[ $# -eq 2 ] || { [ $# -eq 3 ] && [ "$1" = restart ] && [[ $3 =~ ^[0-9]+$ ]]; } || { [ $# -eq 3 ] && [ "$1" = standby ]; } ||
+    usage
 down=${3:-}
 command=$1
 dir=$(realpath -m -- "$2")
@@ -221,6 +231,63 @@ restart_server() {
     die "the server did not accept connections on 127.0.0.1:$port within 30 s of the restart"
 }
 
+# --- standby, halt, promote -----------------------------------------------------------------------------------
+standby_server() {
+    local primary
+    primary=$(realpath -m -- "$down")
+    [ -f "$primary/.feedsync-postgres" ] || die "$primary was not made by '$me start'"
+    local primary_port
+    primary_port=$(sed -n 4p "$primary/data/postmaster.pid" 2>/dev/null || true)
+    [[ $primary_port =~ ^[0-9]+$ ]] || die "no server is running in $primary"
+    if [ -e "$dir" ] && [ -n "$(ls -A "$dir" 2>/dev/null)" ]; then die "$dir exists and is not empty"; fi
+    [ ${#dir} -le 95 ] || die "$dir is too long for a unix socket path (at most 95 bytes)"
+    mkdir -p -- "$dir"
+    : >"$marker"
+    chown "$owner": "$dir" "$marker"
+    chmod 700 "$dir"
+    trap cleanup_failed_start EXIT
+    local out
+    if ! out=$(as_server "$bin/pg_basebackup" -h "$primary" -p "$primary_port" -D "$dir/data" -R -X stream -c fast 2>&1); then
+        echo "$out" >&2
+        die "pg_basebackup failed"
+    fi
+    # Later lines win: the standby's own socket directory; the port comes with pg_ctl -o.
+    printf "\n# --- %s: a standby of %s ---\nunix_socket_directories = '%s'\n" "$me" "$primary" "$dir" |
+        as_server tee -a "$dir/data/postgresql.conf" >/dev/null
+    local port attempt started=0
+    for attempt in 1 2 3 4 5; do
+        port=$(free_port)
+        if as_server "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -o "-p $port" -w -t 30 start >/dev/null 2>&1; then
+            started=1
+            break
+        fi
+        grep -qE 'could not (bind|create listen socket)|Address already in use' "$dir/server.log" 2>/dev/null || break
+        as_server "$bin/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
+    done
+    [ $started -eq 1 ] || die "the standby did not start"
+    local ready=0
+    for _ in $(seq 1 60); do
+        if "$bin/pg_isready" -q -h 127.0.0.1 -p "$port" -t 1; then ready=1; break; fi
+        sleep 0.5
+    done
+    [ $ready -eq 1 ] || die "the standby did not accept connections on 127.0.0.1:$port within 30 s"
+    echo "$me: a streaming standby of $primary on 127.0.0.1:$port (data and log in $dir)" >&2
+    trap - EXIT
+    printf '%s\n' "$port"
+}
+
+halt_server() {
+    [ -f "$marker" ] || die "$dir was not made by '$me'"
+    as_server "$bin/pg_ctl" -D "$dir/data" -m immediate -w -t 30 stop >/dev/null 2>&1 || die "pg_ctl stop failed"
+    echo "$me: halted the server in $dir (immediate stop; its data is kept)" >&2
+}
+
+promote_server() {
+    [ -f "$marker" ] || die "$dir was not made by '$me'"
+    as_server "$bin/pg_ctl" -D "$dir/data" -w -t 60 promote >/dev/null 2>&1 || { show_log; die "pg_ctl promote failed"; }
+    echo "$me: promoted the standby in $dir" >&2
+}
+
 cleanup_failed_start() {
     local status=$?
     if [ "$status" -ne 0 ]; then
@@ -240,5 +307,8 @@ case $command in
     start) start_server ;;
     restart) restart_server ;;
     stop) stop_server ;;
+    standby) standby_server ;;
+    halt) halt_server ;;
+    promote) promote_server ;;
     *) usage ;;
 esac

@@ -11,6 +11,9 @@ public enum StorageError: Error, Sendable, Hashable {
     case cannotOpen(path: String, reason: String)
     /// A write was attempted on a database that is read-only (file permissions or opened read-only).
     case readOnly(path: String)
+    /// A write reached a PostgreSQL server that takes none: a standby in recovery (after a failover, or a URL that
+    /// names it), or a server whose sessions are read-only. Nothing was written; the primary may take it.
+    case notPrimary(location: String)
     /// The database file is damaged (`SQLITE_CORRUPT`), for example truncated.
     case corrupt(path: String)
     /// The disk (or a file size limit) is full; the transaction was rolled back.
@@ -63,6 +66,8 @@ extension StorageError: CustomStringConvertible {
         case .notADatabase(let path): "\(path) is not a FeedSync database (not SQLite); it was left untouched"
         case .cannotOpen(let path, let reason): "cannot open database \(path): \(reason)"
         case .readOnly(let path): "database \(path) is read-only"
+        case .notPrimary(let location):
+            "the server of \(location) takes no writes: it is a read-only standby (or its sessions are read-only)"
         case .corrupt(let path): "database \(path) is damaged (SQLite reports it malformed)"
         case .diskFull(let path): "the disk is full while writing \(path); nothing was written"
         case .ioError(let path, let code): "I/O error on \(path) (SQLite code \(code)); nothing was written"

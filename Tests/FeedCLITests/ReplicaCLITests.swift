@@ -168,7 +168,8 @@ import Testing
         guard let source = try makeSource(on: backend) else { return }
         // The plain status keys, before the replica exists, and on the source.
         let plainKeys: Set<String> = [
-            "path", "backend", "schemaVersion", "binarySchemaVersion", "pendingMigrations", "users", "posts", "likes", "events",
+            "path", "backend", "server", "primary", "schemaVersion", "binarySchemaVersion", "pendingMigrations", "users", "posts", "likes",
+            "events",
             "lastSeq",
         ]
         #expect(Set(try status(source).keys) == plainKeys)

@@ -3,7 +3,7 @@ internal import FeedSync
 
 /// The `--json` shapes only the CLI prints.
 extension JSONShapes {
-    /// `{"path","backend","schemaVersion","binarySchemaVersion","pendingMigrations","users","posts","likes","events",
+    /// `{"path","backend","server","primary","schemaVersion","binarySchemaVersion","pendingMigrations","users","posts","likes","events",
     /// "lastSeq"}`; `path` is the file, or the URL without its password.
     /// On a replica the keys of ``replicaStatus(_:)`` follow.
     static func status(_ status: StatusReport, replica: ReplicaStatus? = nil) -> JSONValue {
@@ -11,6 +11,8 @@ extension JSONShapes {
         return .object(
             [
                 ("path", .string(status.path)), ("backend", .string(status.backend)),
+                ("server", status.server.map { .string($0.address) } ?? .null),
+                ("primary", status.server.map { .bool($0.isPrimary) } ?? .null),
                 ("schemaVersion", .number(status.schemaVersion)),
                 ("binarySchemaVersion", .number(status.binarySchemaVersion)),
                 ("pendingMigrations", .number(status.pendingMigrations.count)), ("users", count(status.counts?.users)),

@@ -78,6 +78,10 @@ struct CLIError: Error, Sendable, Hashable {
         case .readOnly(let path):
             "cannot write database \(FeedError.quoted(path)): it is read-only for this user (the permissions of the file "
                 + "or its directory, or a read-only file system); nothing was written. Check them, or pass --db."
+        case .notPrimary(let location):
+            "the server of \(FeedError.quoted(location)) takes no writes: it is a read-only standby (or its sessions are "
+                + "read-only); nothing was written. Point --db at the primary, or list every server with "
+                + "target_session_attrs=read-write, and try again."
         case .corrupt(let path):
             "database \(FeedError.quoted(path)) is damaged (SQLite reports it malformed). Restore it from a backup, or pass --db."
         case .ioError(let path, let code):

@@ -67,6 +67,13 @@ extension CommandRunner {
             table.rows = [
                 ["database", TextSanitizer.clean(status.path)],
                 ["backend", status.backend],
+            ]
+            if let server = status.server {
+                table.rows.append([
+                    "server", TextSanitizer.clean(server.address) + (server.isPrimary ? " (primary)" : " (standby: read-only)"),
+                ])
+            }
+            table.rows += [
                 ["schema version", "\(status.schemaVersion) (this feedsync: \(status.binarySchemaVersion))"],
                 ["pending migrations", String(status.pendingMigrations.count)],
                 ["users", count(status.counts?.users)],
@@ -130,6 +137,8 @@ struct StatusReport: Sendable, Hashable {
     let path: String
     /// `SQLite` or `PostgreSQL`.
     let backend: String
+    /// The server reached, on PostgreSQL.
+    let server: DatabaseServer?
     /// The database's schema version.
     let schemaVersion: Int
     /// The newest schema version this binary knows.
@@ -143,6 +152,7 @@ struct StatusReport: Sendable, Hashable {
     init(_ backend: any FeedBackend) throws {
         path = backend.traits.location
         self.backend = backend.traits.name
+        server = try backend.read { tx in try tx.maintenance.server() }
         let schema = try backend.schemaStatus()
         schemaVersion = schema.databaseVersion
         binarySchemaVersion = schema.binaryVersion

@@ -67,7 +67,7 @@ public enum FeedError: Error, Sendable, Hashable {
     public var category: Category {
         switch self {
         case .userNotFound, .postNotFound, .userAlreadyExists, .postAlreadyExists, .invalidValue, .invalidLimit: .data
-        case .storage(.busy), .storage(.connectionLost), .storage(.timedOut), .subscriberTaken: .busy
+        case .storage(.busy), .storage(.connectionLost), .storage(.timedOut), .storage(.notPrimary), .subscriberTaken: .busy
         case .storage(.constraintViolation), .storage(.userNotFound), .storage(.postNotFound),
             .storage(.userAlreadyExists), .storage(.postAlreadyExists):
             .data

@@ -108,8 +108,10 @@ extension FeedService {
             let schema = try backend.schemaStatus()
             return try backend.read { tx in
                 let counts = try tx.maintenance.counts()
+                let server = try tx.maintenance.server()
                 return FeedStatus(
                     path: backend.traits.location, backend: backend.traits.name,
+                    server: server?.address, primary: server?.isPrimary,
                     schemaVersion: schema.databaseVersion,
                     binarySchemaVersion: schema.binaryVersion,
                     pendingMigrations: schema.pending.count,
@@ -140,6 +142,10 @@ public struct FeedStatus: Sendable, Hashable, Codable {
     public let path: String
     /// Which backend serves it: `SQLite` or `PostgreSQL`.
     public let backend: String
+    /// The PostgreSQL server the status was read from (`host:port`, one of a URL's several), `nil` for SQLite.
+    public let server: String?
+    /// Whether that server takes writes (`false`: a standby in recovery), `nil` for SQLite.
+    public let primary: Bool?
     /// The database's schema version.
     public let schemaVersion: Int
     /// The newest schema version this binary knows.

@@ -14,6 +14,8 @@ internal import Foundation
 ///   answered nothing of the call, so nothing of it ran — runs once more on a new connection. A call that got any
 ///   answer, or whose connection went silent (the response timeout), is not repeated.
 /// - The first connection opened after one was found lost is reported (``BackendNotice/Kind/reconnected``).
+/// - A connection whose server refused a write as read-only (`25006`: a standby) is closed with the idle ones, so
+///   the next call connects again and, with `target_session_attrs=read-write`, finds the primary.
 ///
 /// `@unchecked Sendable`: `idle`, `openCount` and `isClosed` are only touched while `condition` (an `NSCondition`,
 /// which is its own lock) is held; a connection taken out of `idle` is used by exactly one thread until it is
@@ -55,6 +57,9 @@ final class ConnectionPool: @unchecked Sendable {
                 value = try body(connection)
             } catch {
                 let unanswered = connection.isBroken && !connection.gaveUpWaiting && connection.answeredRoundTrips == answered
+                // A server that takes no writes (a standby, or a primary demoted since): its connections go, so the next
+                // call connects again — to the new primary, with target_session_attrs=read-write.
+                if Self.isNotPrimary(error) { connection.close() }
                 checkIn(connection)
                 if reused, unanswered, !retried {
                     retried = true
@@ -65,6 +70,12 @@ final class ConnectionPool: @unchecked Sendable {
             checkIn(connection)
             return value
         }
+    }
+
+    private static func isNotPrimary(_ error: any Error) -> Bool {
+        if let failure = error as? PostgresFailure { return failure.sqlState == "25006" }
+        if case .notPrimary = error as? StorageError { return true }
+        return false
     }
 
     private enum Grant {

@@ -7,7 +7,9 @@ extension PostgresFailure {
     /// - `40001` serialization failure, `40P01` deadlock → `busy` (``PostgresBackend/write(_:afterCommit:)``
     ///   retries them first);
     /// - `57014` statement timeout or cancel → `timedOut`;
-    /// - `42501` insufficient privilege, `25006` write in a read-only transaction → `readOnly`;
+    /// - `42501` insufficient privilege → `readOnly`;
+    /// - `25006` a write in a read-only transaction (a standby in recovery, or `default_transaction_read_only`)
+    ///   → `notPrimary`;
     /// - `23514` check violation, `22001` value too long → `constraintViolation`;
     /// - anything else → `database` with the SQLSTATE, the primary message and the statement.
     func storageError(location: String) -> StorageError {
@@ -15,7 +17,8 @@ extension PostgresFailure {
         switch sqlState {
         case "40001", "40P01": return .busy(databaseFailure)
         case "57014": return .timedOut(databaseFailure)
-        case "42501", "25006": return .readOnly(path: location)
+        case "42501": return .readOnly(path: location)
+        case "25006": return .notPrimary(location: location)
         case "23514", "22001": return .constraintViolation(field: field, reason: message)
         default: return .database(databaseFailure)
         }

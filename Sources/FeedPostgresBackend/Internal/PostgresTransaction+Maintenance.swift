@@ -3,6 +3,14 @@ internal import Foundation
 
 /// Whole-database maintenance on PostgreSQL.
 extension PostgresTransaction: FeedMaintenance {
+    func server() throws -> DatabaseServer? {
+        let result = try run(
+            """
+            SELECT coalesce(host(inet_server_addr()) || ':' || inet_server_port(), 'local socket'), NOT pg_is_in_recovery()
+            """)
+        return DatabaseServer(address: result.string(0, 0) ?? "", isPrimary: result.bool(0, 1) ?? false)
+    }
+
     func counts() throws -> FeedCounts {
         let result = try run(
             """

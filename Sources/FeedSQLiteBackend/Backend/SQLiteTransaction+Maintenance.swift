@@ -4,6 +4,9 @@ package import Foundation
 
 /// Whole-database maintenance on SQLite.
 extension SQLiteTransaction: FeedMaintenance {
+    /// A file has no server.
+    package func server() throws -> DatabaseServer? { nil }
+
     package func counts() throws -> FeedCounts {
         FeedCounts(
             users: try UserRepository(connection).count(), posts: try PostRepository(connection).count(),
