@@ -144,12 +144,16 @@ import Testing
         let other = try FeedService(path: dir.file("feed.sqlite"))
         let feed = ChangeFeed(service: service)
         let stopOnce = Box(true)
+        let stopped = DispatchSemaphore(value: 0)
         let subscription = service.bridge.changes.sink { _ in
             let first = stopOnce.withLock { first in
                 defer { first = false }
                 return first
             }
-            if first { feed.stop() }
+            if first {
+                feed.stop()
+                stopped.signal()
+            }
         }
         defer { subscription.cancel() }
         let received = Recorder(service.bridge.changes)
@@ -157,6 +161,8 @@ import Testing
         defer { feed.stop() }
         let first = try other.like(userID: "user2", postID: "post2")
         #expect(received.wait { $0.last?.seq == first.seq })
+        // The sink runs on its own queue: the recorder may have the event before the sink's stop() ran.
+        #expect(stopped.wait(timeout: .now() + 30) == .success)
         try feed.start()
         #expect(feed.isRunning)
         let second = try other.like(userID: "user3", postID: "post3")

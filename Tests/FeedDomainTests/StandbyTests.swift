@@ -72,4 +72,75 @@ import Testing
         #expect(try feedsync("--db", standby, "status").stdout.contains("127.0.0.1:\(standbyPort) (primary)"))
         #expect(try feedsync("--db", standby, "check").status == 0)
     }
+
+    /// The primary's machine dies (`pg_ctl stop -m immediate`, its data kept) once the standby has replayed every
+    /// commit, and the standby is promoted: with one multi-host URL, a CLI writer's next command commits on the new
+    /// primary, and an `events --follow` started before the failover prints the new like — each seq once, in order —
+    /// without being restarted.
+    @Test func writersAndAFollowerGoOnToThePromotedStandbyByThemselves() throws {
+        guard let parent = try PostgresFaultTests.restartableServerParent() else { return }
+        let cli = URL(fileURLWithPath: try benchExecutable()).deletingLastPathComponent().appendingPathComponent("feedsync").path
+        let tag = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        let primaryDir = parent + "/primary-" + tag, standbyDir = parent + "/standby-" + tag
+        let primary = try PostgresFaultTests.script(["start", primaryDir], timeout: 60)
+        defer { _ = try? PostgresFaultTests.script(["stop", primaryDir], timeout: 60) }
+        let home = TemporaryDirectory("feedsync-failover")
+        let environment = ["PATH": "/usr/bin:/bin", "HOME": home.path, "LANG": "C.UTF-8"]
+        func feedsync(_ arguments: String...) throws -> (status: Int32, stdout: String, stderr: String) {
+            try SpawnedProcess.run(cli, arguments, environment: environment)
+        }
+        #expect(try feedsync("--db", primary, "seed", "--posts", "20", "--users", "5", "--likes", "0").status == 0)
+        let standbyPort = try PostgresFaultTests.script(["standby", standbyDir, primaryDir], timeout: 120)
+        defer { _ = try? PostgresFaultTests.script(["stop", standbyDir], timeout: 60) }
+        let components = try #require(URLComponents(string: primary))
+        let primaryPort = try #require(components.port)
+        let password = try #require(components.password)
+        let standby = primary.replacingOccurrences(of: ":\(primaryPort)/", with: ":\(standbyPort)/")
+        let both =
+            "postgresql://\(components.user ?? ""):\(password)@127.0.0.1:\(primaryPort),127.0.0.1:\(standbyPort)"
+            + "\(components.path)?target_session_attrs=read-write&connect_timeout=2"
+
+        let follower = try Child(cli, ["--db", both, "events", "--follow", "--json"], environment: environment, capturingErrors: true)
+        defer { follower.kill() }
+        func seqs(_ lines: [String]) -> [Int64] {
+            lines.compactMap { line in
+                line.range(of: #""seq":(\d+)"#, options: .regularExpression).flatMap { Int64(line[$0].dropFirst(6)) }
+            }
+        }
+        let first = try feedsync("--db", both, "--user", "user1", "like", "post1", "--json")
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(follower.lines.wait(seconds: 30) { seqs($0).count == 1 }, "the follower prints the first like")
+        let primarySeq = try #require(seqs(follower.lines.values).last)
+        // Synchronous in effect: the standby has every commit before the primary dies, so nothing is lost.
+        let replayed = eventually(seconds: 30) {
+            (try? feedsync("--db", standby, "status", "--json").stdout.contains("\"lastSeq\":\(primarySeq)")) ?? false
+        }
+        #expect(replayed, "the standby replays seq \(primarySeq)")
+
+        let clock = ContinuousClock()
+        try PostgresFaultTests.script(["halt", primaryDir], timeout: 60)
+        let halted = clock.now
+        try PostgresFaultTests.script(["promote", standbyDir], timeout: 90)
+        // The writer: the same command, again and again, until it commits (bounded).
+        var attempts = 0
+        var committed: (status: Int32, stdout: String, stderr: String)?
+        while committed == nil, clock.now - halted < .seconds(60) {
+            attempts += 1
+            let result = try feedsync("--db", both, "--user", "user2", "like", "post2", "--json")
+            if result.status == 0 { committed = result } else { #expect(result.status == 75, "\(result.stderr)") }
+        }
+        let writerBack = clock.now - halted
+        let like = try #require(committed, "a like committed on the promoted standby within 60 s")
+        #expect(like.stdout.contains("\"changed\":true"))
+        #expect(follower.lines.wait(seconds: 60) { seqs($0).count == 2 }, "the follower prints the like committed after the failover")
+        let followerBack = clock.now - halted
+        let printed = seqs(follower.lines.values)
+        #expect(printed == [primarySeq, primarySeq + 1], "each seq once, in order: \(printed)")
+        #expect(try feedsync("--db", both, "status").stdout.contains("127.0.0.1:\(standbyPort) (primary)"))
+        #expect(try feedsync("--db", both, "check").status == 0)
+        #expect(!follower.errorLines.values.joined().contains(password))
+        print(
+            "StandbyTests: from the primary's halt, the writer committed after \(attempts) attempts in \(writerBack), "
+                + "the follower printed it after \(followerBack)")
+    }
 }

@@ -139,11 +139,12 @@ import Testing
         try sut.service.createUser(id: "erin")  // seq 7
         let carol = try EventFollower(port: sut.port, token: "tok-carol", query: "?after=7")
         #expect(carol.wait { $0.response.status == 200 })
-        // `tok-slow` is looked up for a second: the erasure is read by the fan-out meanwhile.
-        let slow = try EventFollower(port: sut.port, token: "tok-slow", query: "?after=7")
-        #expect(sut.slowTokenSeen.wait(timeout: .now() + 20) == .success)
+        // `tok-held` is looked up until the fan-out has read the erasure (carol got it), then the stream registers.
+        let slow = try EventFollower(port: sut.port, token: "tok-held", query: "?after=7")
+        #expect(sut.heldTokenSeen.wait(timeout: .now() + 20) == .success)
         try sut.service.deleteUser(userID: "erin")  // 8
         #expect(carol.wait { $0.seqs == [8] })
+        sut.releaseHeldToken.signal()
         #expect(slow.wait { $0.isEnded })
         #expect(slow.response.status == 503)
         #expect(slow.response.headers["retry-after"] == "1")

@@ -6,8 +6,9 @@ import Foundation
 /// A database on one backend with users alice, bob and carol and posts p1…p3, served on a free loopback port.
 ///
 /// Tokens come from a fixed dictionary (`tok-alice` → alice, and so on), then from the database (tokens issued with
-/// `service.issueToken`); `tok-gone` stands for a revoked token, and `tok-slow` is alice's after a second (it signals
-/// ``slowTokenSeen`` first): a request still in flight.
+/// `service.issueToken`); `tok-gone` stands for a revoked token, `tok-slow` is alice's after a second (it signals
+/// ``slowTokenSeen`` first): a request still in flight, and `tok-held` is alice's once the test signals
+/// ``releaseHeldToken`` (it signals ``heldTokenSeen`` first; at most 30 s).
 final class ServerFixture: Sendable {
     static let tokens = ["tok-alice": "alice", "tok-bob": "bob", "tok-carol": "carol"]
 
@@ -16,6 +17,8 @@ final class ServerFixture: Sendable {
     let service: FeedService
     let server: HTTPServer
     let slowTokenSeen = DispatchSemaphore(value: 0)
+    let heldTokenSeen = DispatchSemaphore(value: 0)
+    let releaseHeldToken = DispatchSemaphore(value: 0)
     private let watch: Task<Void, Never>?
 
     var port: UInt16 { server.port }
@@ -41,8 +44,14 @@ final class ServerFixture: Sendable {
         configure(&configuration)
         let tokens = Self.tokens
         let (slowTokenSeen, service) = (slowTokenSeen, service)
+        let (heldTokenSeen, releaseHeldToken) = (heldTokenSeen, releaseHeldToken)
         server = try HTTPServer(service: service, configuration: configuration) { token throws(FeedError) in
             if let user = tokens[token] { return user }
+            if token == "tok-held" {
+                heldTokenSeen.signal()
+                _ = releaseHeldToken.wait(timeout: .now() + 30)
+                return "alice"
+            }
             guard token == "tok-slow" else { return try service.authenticate(token: token) }
             slowTokenSeen.signal()
             Thread.sleep(forTimeInterval: 1)
