@@ -1,4 +1,4 @@
-/// What ``FeedService/deletePost(postID:by:)`` did.
+/// What ``FeedService/deletePost(postID:by:)-17b9k`` did.
 public struct PostDeletion: Sendable, Hashable, Codable {
     /// The post.
     public let postID: String
@@ -15,7 +15,7 @@ public struct PostDeletion: Sendable, Hashable, Codable {
     }
 }
 
-/// What ``FeedService/deleteUser(userID:)`` did.
+/// What ``FeedService/deleteUser(userID:)-6te1m`` did.
 public struct UserErasure: Sendable, Hashable, Codable {
     /// The user.
     public let userID: String

@@ -33,7 +33,7 @@ extension FeedService {
         }
     }
 
-    /// Erases a user, in one transaction: their posts (as ``deletePost(postID:by:)``), their likes (each post's
+    /// Erases a user, in one transaction: their posts (as ``deletePost(postID:by:)-17b9k``), their likes (each post's
     /// count corrected, with an `unliked` event that names nobody), their API tokens, their replicas' sync records,
     /// their id in every earlier event (seqs and kinds stay, so no follower sees a gap), and the user; then one
     /// `userDeleted` event, which names nobody either. An unknown user changes nothing (`deleted == false`).
