@@ -119,6 +119,30 @@ print(s.getsockname()[1])' && return
     die "found no free port on 127.0.0.1"
 }
 
+# Starts the cluster in DIR/data on a free port of 127.0.0.1 and waits (at most 30 s) until it accepts connections;
+# prints the port. The port is free when we look, but another process may take it before the server binds: retried.
+start_on_free_port() {
+    local port attempt started=0
+    for attempt in 1 2 3 4 5; do
+        port=$(free_port)
+        if as_server "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -o "-p $port" -w -t 30 start >/dev/null 2>&1; then
+            started=1
+            break
+        fi
+        grep -qE 'could not (bind|create listen socket)|Address already in use' "$dir/server.log" 2>/dev/null || break
+        echo "$me: port $port was taken (attempt $attempt of 5)" >&2
+        as_server "$bin/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
+    done
+    [ $started -eq 1 ] || die "the server did not start"
+    local ready=0
+    for _ in $(seq 1 60); do
+        if "$bin/pg_isready" -q -h 127.0.0.1 -p "$port" -t 1; then ready=1; break; fi
+        sleep 0.5
+    done
+    [ $ready -eq 1 ] || die "the server did not accept connections on 127.0.0.1:$port within 30 s"
+    echo "$port"
+}
+
 start_server() {
     for b in initdb pg_ctl pg_isready psql postgres; do
         [ -x "$bin/$b" ] || die "$bin/$b not found (install the postgresql package, or set PG_BIN)"
@@ -156,26 +180,8 @@ max_connections = 400
 password_encryption = 'scram-sha-256'
 EOF
 
-    # The port is free when we look, but another process may take it before the server binds: retry a few times.
-    local port attempt started=0
-    for attempt in 1 2 3 4 5; do
-        port=$(free_port)
-        if as_server "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -o "-p $port" -w -t 30 start >/dev/null 2>&1; then
-            started=1
-            break
-        fi
-        grep -qE 'could not (bind|create listen socket)|Address already in use' "$dir/server.log" 2>/dev/null || break
-        echo "$me: port $port was taken (attempt $attempt of 5)" >&2
-        as_server "$bin/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
-    done
-    [ $started -eq 1 ] || die "the server did not start"
-
-    local ready=0
-    for _ in $(seq 1 60); do
-        if "$bin/pg_isready" -q -h 127.0.0.1 -p "$port" -t 1; then ready=1; break; fi
-        sleep 0.5
-    done
-    [ $ready -eq 1 ] || die "the server did not accept connections on 127.0.0.1:$port within 30 s"
+    local port
+    port=$(start_on_free_port)
 
     local password
     password=$(od -An -tx1 -N24 /dev/urandom | tr -d ' \n')
@@ -254,23 +260,8 @@ standby_server() {
     # Later lines win: the standby's own socket directory; the port comes with pg_ctl -o.
     printf "\n# --- %s: a standby of %s ---\nunix_socket_directories = '%s'\n" "$me" "$primary" "$dir" |
         as_server tee -a "$dir/data/postgresql.conf" >/dev/null
-    local port attempt started=0
-    for attempt in 1 2 3 4 5; do
-        port=$(free_port)
-        if as_server "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -o "-p $port" -w -t 30 start >/dev/null 2>&1; then
-            started=1
-            break
-        fi
-        grep -qE 'could not (bind|create listen socket)|Address already in use' "$dir/server.log" 2>/dev/null || break
-        as_server "$bin/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
-    done
-    [ $started -eq 1 ] || die "the standby did not start"
-    local ready=0
-    for _ in $(seq 1 60); do
-        if "$bin/pg_isready" -q -h 127.0.0.1 -p "$port" -t 1; then ready=1; break; fi
-        sleep 0.5
-    done
-    [ $ready -eq 1 ] || die "the standby did not accept connections on 127.0.0.1:$port within 30 s"
+    local port
+    port=$(start_on_free_port)
     echo "$me: a streaming standby of $primary on 127.0.0.1:$port (data and log in $dir)" >&2
     trap - EXIT
     printf '%s\n' "$port"

@@ -12,7 +12,7 @@ import Foundation
 /// - a line `…` ends the comparison of that command's output (the rest is elided); `…` inside a line stands for any
 ///   text;
 /// - a command that runs until Ctrl-C (`serve`, `watch`, anything with `--follow`) is left running once it has
-///   printed the lines shown, and is stopped after the file's last session;
+///   printed the lines shown, and is stopped once the file's last console block has run;
 /// - `export NAME=VALUE` sets `NAME` for the commands after it, with the shell's expansions (`$(…)`).
 struct DocSession: Sendable {
     struct Step: Sendable, CustomStringConvertible {
