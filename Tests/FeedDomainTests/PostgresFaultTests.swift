@@ -246,10 +246,12 @@ import Testing
     /// Waits, bounded at 30 s, until every other pool session in the test's database has ended — a killed client's,
     /// which still runs and may commit the statement it was sent until it finds the client gone. Returns whether they
     /// ended and how many there were at first. At once on SQLite, where a killed client leaves nothing running.
-    static func sessionsEnded(_ service: FeedService, on backend: TestBackend, except own: Set<Int64>) -> (ended: Bool, lingering: Int) {
+    static func sessionsEnded(
+        _ service: FeedService, on backend: TestBackend, except own: Set<Int64>, within seconds: Double = 30
+    ) -> (ended: Bool, lingering: Int) {
         guard backend == .postgresql else { return (true, 0) }
         var first: Int?
-        let ended = eventually(seconds: 30) {
+        let ended = eventually(seconds: seconds) {
             // Sessions this process opened since `own` was taken (a pool that grew, a watch that reconnected) are not
             // a killed client's: only sessions whose client port is not one of this process's sockets count.
             let ports = ownClientPorts()
