@@ -10,6 +10,7 @@
 #   port=$(.ci/postgres-server.sh standby DIR PRIMARY_DIR)  # a streaming standby of the server in PRIMARY_DIR
 #   .ci/postgres-server.sh halt DIR           # the machine dies: immediate stop, DIR kept (for failover tests)
 #   .ci/postgres-server.sh promote DIR        # the standby in DIR becomes a primary
+#   .ci/postgres-server.sh resume DIR PORT    # starts a halted server again on PORT, as it was
 #
 # start creates a new cluster in DIR/data (initdb, UTF8, locale C), starts it and waits until it accepts
 # connections (pg_isready, at most 30 s; the server log tail is printed on failure). It creates:
@@ -40,13 +41,16 @@
 # accepts connections; it prints the port on stdout. The role, its password and the databases are the primary's: the
 # caller's URL works with the port replaced. `halt` stops a server as if its machine died (`pg_ctl stop -m
 # immediate`) and keeps DIR; `promote` ends the standby's recovery (`pg_ctl promote -w`), so it accepts writes.
+# `resume` starts a halted server again on PORT (the one it had: a standby resumes as a standby) and waits until it
+# accepts connections.
 set +x # never trace: the URL carries the password
 set -euo pipefail
 
 me=postgres-server.sh
 die() { echo "$me: $*" >&2; exit 1; }
-usage() { echo "usage: $0 start DIR | restart DIR [SECS] | stop DIR | standby DIR PRIMARY_DIR | halt DIR | promote DIR" >&2; exit 2; }
+usage() { echo "usage: $0 start DIR | restart DIR [SECS] | stop DIR | standby DIR PRIMARY_DIR | halt DIR | promote DIR | resume DIR PORT" >&2; exit 2; }
 [ $# -eq 2 ] || { [ $# -eq 3 ] && [ "$1" = restart ] && [[ $3 =~ ^[0-9]+$ ]]; } || { [ $# -eq 3 ] && [ "$1" = standby ]; } ||
+    { [ $# -eq 3 ] && [ "$1" = resume ] && [[ $3 =~ ^[0-9]+$ ]]; } ||
     usage
 down=${3:-}
 command=$1
@@ -279,6 +283,16 @@ promote_server() {
     echo "$me: promoted the standby in $dir" >&2
 }
 
+resume_server() {
+    [ -f "$marker" ] || die "$dir was not made by '$me'"
+    [ ! -f "$dir/data/postmaster.pid" ] || die "a server is running in $dir"
+    if ! as_server "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -o "-p $down" -w -t 30 start >/dev/null 2>&1; then
+        show_log
+        die "pg_ctl start failed"
+    fi
+    echo "$me: resumed the server in $dir on 127.0.0.1:$down" >&2
+}
+
 cleanup_failed_start() {
     local status=$?
     if [ "$status" -ne 0 ]; then
@@ -301,5 +315,6 @@ case $command in
     standby) standby_server ;;
     halt) halt_server ;;
     promote) promote_server ;;
+    resume) resume_server ;;
     *) usage ;;
 esac

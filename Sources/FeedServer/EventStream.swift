@@ -90,6 +90,18 @@ final class EventStream: @unchecked Sendable {
         wake()
     }
 
+    /// The log was rewritten (``StreamHub/rewritten(head:)``): the stream sends what it has, then `event:
+    /// historyRewritten` with its last id and the new log's head, and ends; the client starts again from the tables.
+    func endRewritten(head: Int64) {
+        lock.lock()
+        if !ending {
+            pending += Array("event: historyRewritten\ndata: {\"lastEventID\":\(cursor),\"head\":\(head)}\n\n".utf8)
+            ending = true
+        }
+        lock.unlock()
+        wake()
+    }
+
     /// Resumes the connection if it is suspended; otherwise its reader runs anyway.
     func wake() {
         lock.lock()
@@ -177,6 +189,12 @@ final class EventStream: @unchecked Sendable {
             let (bytes, through, end) = stopping ? ([], from, Ending.stop) : readPage(after: from, through: last)
             lock.lock()
             catchingUp = false
+            if ending {
+                // Ended meanwhile (the log was rewritten): what was read belongs to the old history.
+                lock.unlock()
+                wake()
+                return
+            }
             pending.append(contentsOf: bytes)
             cursor = max(cursor, through)
             switch end {

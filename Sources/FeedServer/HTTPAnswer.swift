@@ -41,6 +41,7 @@ package struct HTTPAnswer: Sendable {
         case .postAlreadyExists: return self.error(409, code: "postAlreadyExists", error.description)
         case .userAlreadyExists: return self.error(409, code: "userAlreadyExists", error.description)
         case .historyPruned: return self.error(410, code: "historyPruned", error.description)
+        case .historyRewritten: return self.error(410, code: "historyRewritten", error.description)
         case .forbidden: return self.error(403, code: "forbidden", error.description)
         case .serviceClosed: return unavailable("the server is stopping; retry on another or later", retryAfter: 1)
         default:

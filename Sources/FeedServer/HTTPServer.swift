@@ -67,7 +67,12 @@ package final class HTTPServer: Sendable {
         let core = ServerCore(service: service, configuration: configuration, authenticator: authenticator, lastSeq: lastSeq)
         // One sink for the whole server, on its own queue: it only records the seq and wakes the fan-out.
         let hub = core.hub
-        let subscription = service.bridge.changes.sink { event in hub.noteCommitted(event.seq) }
+        let changes = service.bridge.changes.sink { event in hub.noteCommitted(event.seq) }
+        let rewrites = service.bridge.historyRewrites.sink { rewrite in hub.rewritten(head: rewrite.head) }
+        let subscription = AnyCancellable {
+            changes.cancel()
+            rewrites.cancel()
+        }
         // Retained for libmicrohttpd's callbacks until after MHD_stop_daemon (``stop()``) or the failed start.
         let context = Unmanaged.passRetained(core).toOpaque()
         var failure: Int32 = 0

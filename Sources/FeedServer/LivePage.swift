@@ -194,7 +194,7 @@ package enum LivePage {
               live('open', '● live');
               delay = 1000;
               const end = await read(r.body.getReader());
-              if (end == 'historyPruned') return start();
+              if (end == 'historyPruned' || end == 'historyRewritten') return start();
               if (end == 'erased') return signedOut();
             } catch (e) {}
             if (ctl.signal.aborted) return;
@@ -228,11 +228,11 @@ package enum LivePage {
             }
           }
         }
-        // Returns true when the stream is to be left: the history after it was pruned, or this page's user was erased. A
+        // Returns true when the stream is to be left: the history after it was pruned or rewritten, or this page's user was erased. A
         // stream that ends with `behind` (this page fell too far behind) is resumed like any other, after the last id seen.
         function dispatch(type, data) {
           if (type == 'message') try { onEvent(JSON.parse(data)); } catch (e) { say(e.message); }
-          return type == 'historyPruned' || type == 'erased';
+          return type == 'historyPruned' || type == 'historyRewritten' || type == 'erased';
         }
         function onEvent(e) {
           S.seq = Math.max(S.seq, e.seq);

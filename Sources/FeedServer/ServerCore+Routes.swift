@@ -55,8 +55,12 @@ extension ServerCore {
             }
             after = parsed
         }
-        return .stream(
-            EventStream(id: hub.makeStreamID(), viewerID: userID, erasuresBefore: erasuresBefore, after: after, hub: hub, workers: workers))
+        let stream = EventStream(
+            id: hub.makeStreamID(), viewerID: userID, erasuresBefore: erasuresBefore, after: after, hub: hub, workers: workers)
+        // A seq beyond the log's head was in another history of the log (before a failover or a restore): the stream
+        // says so at once rather than wait for that seq to name another event.
+        if after > hub.tailHead, let head = try? service.logHead(), head < after { stream.endRewritten(head: head) }
+        return .stream(stream)
     }
 
     /// Answers `GET /api/events` with the stream a worker opened: a callback response whose reader is the stream

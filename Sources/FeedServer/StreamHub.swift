@@ -71,6 +71,8 @@ final class StreamHub: @unchecked Sendable {
     private var nextStreamID = 1
     /// Erasures read from the log so far.
     private var erasures = 0
+    /// The tail's last event, to check that the log still holds it before reading on.
+    private var lastEvent: EventRecord?
 
     let service: FeedService
     let capacity: Int
@@ -132,6 +134,33 @@ final class StreamHub: @unchecked Sendable {
         let ended = streams.values.filter { $0.viewerID == viewerID }
         condition.unlock()
         for stream in ended { stream.end(after: seq) }
+    }
+
+    /// The last seq the fan-out read: a stream asking for a later one checks the log's head.
+    var tailHead: Int64 {
+        condition.lock()
+        defer { condition.unlock() }
+        return lastSeq
+    }
+
+    /// The log was rewritten under the server (a failover to a standby that lacked the last commits, or a restore):
+    /// the tail restarts after `head`, the new log's last seq, and every open stream ends with `event:
+    /// historyRewritten`, so that its client starts again from the tables instead of going on from a seq that now
+    /// names another event.
+    func rewritten(head: Int64) {
+        condition.lock()
+        frames.removeAll()
+        lastSeq = head
+        firstSeq = head + 1
+        announced = head
+        lastEvent = nil
+        let all = Array(streams.values)
+        condition.unlock()
+        metrics.lastSeq.set(head)
+        log(
+            "the log was rewritten (a failover or a restore): the event streams go on after seq \(head); \(all.count) open streams were ended"
+        )
+        for stream in all { stream.endRewritten(head: head) }
     }
 
     /// A new stream's id.
@@ -245,7 +274,9 @@ final class StreamHub: @unchecked Sendable {
 
             if headCheckDue {
                 nextHeadCheck = Date(timeIntervalSinceNow: Self.headCheckInterval)
-                if let head = try? service.backend.readOnce({ tx in try tx.lastSeq() }) { noteCommitted(head) }
+                if let head = try? service.backend.readOnce({ tx in try tx.lastSeq() }) {
+                    if head < tailHead { rewritten(head: head) } else { noteCommitted(head) }
+                }
             }
             condition.lock()
             let from = lastSeq
@@ -268,10 +299,26 @@ final class StreamHub: @unchecked Sendable {
 
     /// One read of the log after `seq` into the tail, then every stream woken; `false` to retry shortly.
     private func readAndFanOut(after seq: Int64) -> Bool {
-        let events: [EventRecord]
+        var events: [EventRecord]
+        condition.lock()
+        let tailEvent = lastEvent?.seq == seq ? lastEvent : nil
+        condition.unlock()
         do {
-            events = try service.events(after: seq, limit: 1000)
+            // From the tail's last event, when it has one: the log must still hold it as it was.
+            events = try service.events(after: tailEvent == nil ? seq : seq - 1, limit: 1000)
             metrics.logReads.add()
+            if let tailEvent {
+                if let first = events.first, first.seq == seq {
+                    guard first.isSameEvent(as: tailEvent) else {
+                        rewritten(head: try service.logHead())
+                        return true
+                    }
+                    events.removeFirst()
+                } else if events.isEmpty, case let head = try service.logHead(), head < seq {
+                    rewritten(head: head)
+                    return true
+                }
+            }
         } catch {
             log("the event streams' read of the log failed (retrying): \(error)")
             return false
@@ -308,6 +355,7 @@ final class StreamHub: @unchecked Sendable {
         }
         frames.append(contentsOf: encoded)
         lastSeq = last.seq
+        lastEvent = last
         if erasure { erasures += 1 }
         if frames.count > capacity + capacity / 4 {
             let drop = frames.count - capacity

@@ -65,6 +65,8 @@ struct CLIError: Error, Sendable, Hashable {
         case .historyPruned(let after, let prunedThrough):
             "the events after seq \(after) are no longer in the log (pruned through \(prunedThrough)). Pass --since "
                 + "\(prunedThrough) or later, or leave --since out, to print what the log holds."
+        case .historyRewritten:
+            "\(error). Start again without --since (or from a seq the log holds) to print the log as it is now."
         case .handlerFailed, .serviceClosed, .cancelled: "\(error)."
         }
     }

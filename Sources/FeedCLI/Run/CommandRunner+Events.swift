@@ -10,6 +10,7 @@ extension CommandRunner {
         if command.follow { return try await follow(command, service: service) }
         let events = try attempt { () throws(FeedError) in try service.events(after: command.since, limit: command.limit) }
         try refusePruned(events, since: command.since)
+        try refuseBeyondHead(events, since: command.since, service: service)
         if json {
             printLines(events.map { JSONShapes.event($0).rendered })
         } else if events.isEmpty {
@@ -26,6 +27,16 @@ extension CommandRunner {
     func refusePruned(_ events: [EventRecord], since: Int64) throws(CLIError) {
         guard since > 0, let first = events.first, first.seq > since + 1 else { return }
         throw CLIError(FeedError.historyPruned(after: since, prunedThrough: first.seq - 1))
+    }
+
+    /// Refuses a `--since` beyond the log's last seq (status 66): that seq was in another history of the log (before a
+    /// failover to a standby that lacked it, or a restore), or another database's; waiting for it would print a
+    /// different event under it.
+    func refuseBeyondHead(_ events: [EventRecord], since: Int64, service: FeedService) throws(CLIError) {
+        guard since > 0, events.isEmpty else { return }
+        let head = try attempt { () throws(FeedError) in try service.logHead() }
+        guard head < since else { return }
+        throw CLIError(FeedError.historyRewritten(after: since, head: head))
     }
 
     /// One event line in the chosen format.

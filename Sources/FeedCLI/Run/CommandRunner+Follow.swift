@@ -12,9 +12,13 @@ extension CommandRunner {
         }
         let backlog = try attempt { () throws(FeedError) in try service.events(after: command.since, limit: command.limit) }
         try refusePruned(backlog, since: command.since)
+        try refuseBeyondHead(backlog, since: command.since, service: service)
         if !json { console.line(context.style.bold(TextShapes.eventHeader)) }
         for event in backlog where printer.print(event) { stop.fire() }
-        let live = try LiveChanges(service: service) { stop.fire() }
+        let live = try LiveChanges(service: service) {
+            printer.halt()
+            stop.fire()
+        }
         // Events committed after the backlog read and before the feed started are published by `start()`; the
         // printer drops any seq it has already printed.
         await stop.wait()

@@ -6,6 +6,8 @@ final class EventPrinter: Sendable {
     private struct State {
         var lastPrinted: Int64
         var printed = 0
+        /// Set once following failed: nothing more is printed.
+        var halted = false
     }
 
     private let runner: CommandRunner
@@ -22,6 +24,7 @@ final class EventPrinter: Sendable {
     func print(_ event: EventRecord) -> Bool {
         state.withLock { state in
             if let limit, state.printed >= limit { return true }
+            if state.halted { return false }
             guard event.seq > state.lastPrinted else { return false }
             state.lastPrinted = event.seq
             state.printed += 1
@@ -30,5 +33,11 @@ final class EventPrinter: Sendable {
             if let limit { return state.printed >= limit }
             return false
         }
+    }
+
+    /// Prints nothing more: following failed (the log was rewritten), and what the feed publishes next continues
+    /// another history.
+    func halt() {
+        state.withLock { $0.halted = true }
     }
 }

@@ -5,8 +5,10 @@ internal import Synchronization
 /// sink) in seq order, together with this process's own.
 ///
 /// Transient errors (a locked database) are retried by the ``ChangeFeed`` and not shown. When the database file is
-/// deleted or replaced, following it is pointless: the feed stops, ``failure`` holds the error (exit status 74)
-/// and `onFailure` runs once, on the feed's thread, so that the command can end.
+/// deleted or replaced (exit status 74), or the log was rewritten under the follower (a failover to a standby that
+/// lacked the last commits, or a restored backup: exit status 66), following it is pointless: ``failure`` holds the
+/// error and `onFailure` runs once, on the feed's thread, before the feed publishes anything more, so that the
+/// command can end.
 struct LiveChanges: Sendable {
     private let changeFeed: ChangeFeed
     private let errors: AnyCancellable
@@ -18,7 +20,10 @@ struct LiveChanges: Sendable {
         let recorded = Failure()
         self.recorded = recorded
         errors = changeFeed.errors.sink { error in
-            guard case .databaseReplaced = error else { return }
+            switch error {
+            case .databaseReplaced, .historyRewritten: break
+            default: return
+            }
             if recorded.record(CLIError(error)) { onFailure() }
         }
         do {

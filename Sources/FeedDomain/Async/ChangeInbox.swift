@@ -19,6 +19,8 @@ final class ChangeInbox: Sendable {
         case gap(through: Int64)
         /// Contiguous events from `after + 1` on.
         case events([EventRecord])
+        /// The log was rewritten: a ``HistoryRewrite`` reached the inbox (in order with the events).
+        case rewritten(HistoryRewrite)
     }
 
     /// The fewest events an inbox holds before it drops them.
@@ -40,6 +42,8 @@ final class ChangeInbox: Sendable {
         /// The consumer suspended in ``waitForEvents()``.
         var waiter: CheckedContinuation<Bool, Never>?
         var cancelled = false
+        /// A rewrite of the log, once one was found.
+        var rewrite: HistoryRewrite?
     }
 
     /// The most events buffered at once; the next one drops them.
@@ -59,7 +63,9 @@ final class ChangeInbox: Sendable {
     func append(_ event: EventRecord) -> Bool {
         let (waiter, fellBehind) = state.withLock { state -> (CheckedContinuation<Bool, Never>?, Bool) in
             var fellBehind = false
-            if state.events.count >= capacity {
+            if state.rewrite != nil {
+                // After a rewrite: the stream ends, and these events belong to the new history.
+            } else if state.events.count >= capacity {
                 // Drop the buffer and this event; the consumer reads them from the log.
                 state.droppedThrough = max(state.droppedThrough ?? event.seq, event.seq)
                 state.events = []
@@ -74,6 +80,16 @@ final class ChangeInbox: Sendable {
         }
         waiter?.resume(returning: true)
         return fellBehind
+    }
+
+    /// Records that the log was rewritten (the bridge's ``EventBridge/historyRewrites``) and wakes the consumer.
+    func markRewritten(_ rewrite: HistoryRewrite) {
+        let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+            if state.rewrite == nil { state.rewrite = rewrite }
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: true)
     }
 
     /// Drops buffered events with `seq <= seq`.
@@ -93,6 +109,7 @@ final class ChangeInbox: Sendable {
     /// reports the gap before it.
     func take(after: Int64, limit: Int) -> Taken {
         state.withLock { state in
+            if let rewrite = state.rewrite { return .rewritten(rewrite) }
             if let dropped = state.droppedThrough {
                 // Every event buffered now came after the dropped ones.
                 if dropped > after { return .gap(through: dropped) }
@@ -128,7 +145,7 @@ final class ChangeInbox: Sendable {
             await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
                 let ready = state.withLock { state -> Bool? in
                     if state.cancelled { return false }
-                    if !state.events.isEmpty || state.droppedThrough != nil { return true }
+                    if !state.events.isEmpty || state.droppedThrough != nil || state.rewrite != nil { return true }
                     state.waiter = continuation
                     return nil
                 }

@@ -32,7 +32,7 @@ extension FeedService {
     ///     makes the first `next()` throw ``FeedError/invalidLimit(_:maximum:)``.
     /// - Returns: a sequence; nothing happens until it is iterated.
     public func changes(after seq: Int64, maximumBatch: Int = 1000) -> FeedChanges {
-        FeedChanges(service: self, after: seq, maximumBatch: maximumBatch, source: bridge.changes)
+        FeedChanges(service: self, after: seq, maximumBatch: maximumBatch, source: nil)
     }
 }
 
@@ -62,13 +62,15 @@ public struct FeedChanges: AsyncSequence, Sendable {
     private let service: FeedService
     private let after: Int64
     private let maximumBatch: Int
-    private let source: AnyPublisher<EventRecord, Never>
+    /// A test's subject instead of the bridge, or `nil` for the bridge.
+    private let source: AnyPublisher<EventRecord, Never>?
     /// The inbox's capacity when a test sets it; ``ChangeInbox/capacity(forMaximumBatch:)`` otherwise.
     private let inboxCapacity: Int?
 
-    /// A sequence over `service`'s log and `source`, its live events (the bridge's `changes`, or a test's subject).
+    /// A sequence over `service`'s log and `source`, its live events: the bridge's events and rewrites when `nil`, or
+    /// a test's subject.
     init(
-        service: FeedService, after: Int64, maximumBatch: Int, source: AnyPublisher<EventRecord, Never>, inboxCapacity: Int? = nil
+        service: FeedService, after: Int64, maximumBatch: Int, source: AnyPublisher<EventRecord, Never>?, inboxCapacity: Int? = nil
     ) {
         self.service = service
         self.after = after
@@ -120,20 +122,23 @@ final class ChangeStream {
     }
 
     private let service: FeedService
-    private let source: AnyPublisher<EventRecord, Never>
+    private let source: AnyPublisher<EventRecord, Never>?
     private let maximumBatch: Int
     /// The seq of the last event handed out (or the starting point).
     private var last: Int64
     private var phase = Phase.start
     /// What the live subscription delivers; dropped when the iteration ends.
     private(set) var inbox: ChangeInbox?
+    /// The last event handed out, to check that the log still holds it before reading on (`nil` until one was).
+    private var lastEvent: EventRecord?
     /// The bridge subscription; cancelled when the iteration ends, or when this object is released.
     private var subscription: AnyCancellable?
+
     /// Whether this iteration holds the service's shared watch (``SharedChangeWatch``).
     private var holdsWatch = false
 
     init(
-        service: FeedService, after: Int64, maximumBatch: Int, source: AnyPublisher<EventRecord, Never>, inboxCapacity: Int? = nil
+        service: FeedService, after: Int64, maximumBatch: Int, source: AnyPublisher<EventRecord, Never>?, inboxCapacity: Int? = nil
     ) {
         self.service = service
         self.source = source
@@ -164,12 +169,18 @@ final class ChangeStream {
             // Subscribe before reading the log: whatever is committed after the read is then in the inbox. The sink
             // only appends and wakes the consumer; it never blocks the delivering thread. A full inbox drops what it
             // holds and the stream reads it back from the log (``ChangeInbox``).
-            subscription = source.sink { [inbox, weak service] event in
+            let append = { @Sendable [inbox, weak service] (event: EventRecord) in
                 guard inbox.append(event) else { return }
                 service?.log(
                     .streamFellBehind, .warning,
                     "a change stream's consumer fell more than \(inbox.capacity) events behind; the stream reads them from the log",
                     ["capacity": "\(inbox.capacity)", "droppedThrough": "\(event.seq)"])
+            }
+            if let source {
+                subscription = source.sink(receiveValue: append)
+            } else {
+                // One queue for events and rewrites: a rewrite reaches the inbox before any event of the new history.
+                subscription = service.bridge.subscribe(deliver: append) { [inbox] rewrite in inbox.markRewritten(rewrite) }
             }
             // Other processes' and machines' commits reach the bridge through the service's shared watch.
             service.sharedWatch.retain(service: service)
@@ -192,7 +203,10 @@ final class ChangeStream {
                 switch inbox.take(after: last, limit: maximumBatch) {
                 case .events(let batch):
                     last = batch[batch.count - 1].seq
+                    lastEvent = batch[batch.count - 1]
                     return batch
+                case .rewritten(let rewrite):
+                    throw HistoryRewrite(after: last, head: rewrite.head).error
                 case .gap(let through):
                     // The next seq is not buffered (the bridge's next event is beyond it, or the inbox dropped it when
                     // full): read the missing ones from the log first, a page at a time.
@@ -211,20 +225,40 @@ final class ChangeStream {
 
     /// Up to `limit` events after ``last`` from the log; advances ``last``. Throws when the log no longer has the
     /// next seq (it was pruned): seqs are gap-free, so a first event beyond `last + 1` means the ones between are gone.
+    /// Throws ``FeedError/historyRewritten(after:head:)`` when the log no longer continues what was handed out: the
+    /// read starts at the last event handed out, which must still be there as it was, and a read that finds nothing
+    /// checks that ``last`` is not beyond the log's head.
     ///
     /// - Returns: the events, or `nil` when the task was cancelled before the read started.
     private func readLog(limit: Int) async throws(FeedError) -> [EventRecord]? {
-        let page: [EventRecord]
+        var page: [EventRecord]
+        let handedOut = lastEvent
         do {
-            page = try await service.events(after: last, limit: limit)
+            page = try await service.events(after: handedOut == nil ? last : last - 1, limit: handedOut == nil ? limit : limit + 1)
         } catch .cancelled {
             return nil
+        }
+        if let handedOut, let first = page.first, first.seq == handedOut.seq {
+            guard first.isSameEvent(as: handedOut) else { throw HistoryRewrite(after: last, head: try await head()).error }
+            page.removeFirst()
+        } else if last > 0, page.isEmpty || page.first?.seq ?? 0 > last + 1 {
+            let head = try await head()
+            if head < last { throw HistoryRewrite(after: last, head: head).error }
         }
         if let first = page.first, first.seq > last + 1 {
             throw Self.pruned(at: last, through: first.seq - 1)
         }
-        if let newest = page.last { last = newest.seq }
+        if let newest = page.last {
+            last = newest.seq
+            lastEvent = newest
+        }
         return page
+    }
+
+    /// The log's last seq.
+    private func head() async throws(FeedError) -> Int64 {
+        let service = service
+        return try await service.onPool { () throws(FeedError) in try service.logHead() }
     }
 
     private static func pruned(at seq: Int64, through pruned: Int64) -> FeedError {

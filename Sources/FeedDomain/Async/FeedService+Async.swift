@@ -16,7 +16,7 @@ public import Foundation
 /// stopped: a command runs to its `COMMIT` (or fails as a whole) and the task receives its result.
 extension FeedService {
     /// Runs `body` on the service's pool, honouring cancellation before it starts.
-    private func onPool<T: Sendable>(_ body: @escaping @Sendable () throws(FeedError) -> T) async throws(FeedError) -> T {
+    func onPool<T: Sendable>(_ body: @escaping @Sendable () throws(FeedError) -> T) async throws(FeedError) -> T {
         try await blockingPool.run(body)
     }
 

@@ -37,6 +37,7 @@ public final class EventBridge: Sendable {
     // called either.
     private let sealedLikes: AnyPublisher<LikeEvent, Never>
     private let sealedChanges: AnyPublisher<EventRecord, Never>
+    private let sealedRewrites: AnyPublisher<HistoryRewrite, Never>
     let sequencer: EventSequencer
     let fanout: DeliveryFanout
 
@@ -55,6 +56,13 @@ public final class EventBridge: Sendable {
         self.fanout = fanout
         sealedChanges = Self.publisher(on: fanout) { $0 }
         sealedLikes = Self.publisher(on: fanout, Self.likeEvent)
+        sealedRewrites = AnyPublisher { subscriber in
+            let subject = PassthroughPublisher<HistoryRewrite, Never>()
+            subject.receive(subscriber: subscriber)
+            fanout.add(
+                deliver: { _, _ in }, isAlive: { subject.hasSubscribers }, rewritten: { _, rewrite in subject.send(rewrite) },
+                onlyRewrites: true)
+        }
         if let logger {
             fanout.add(
                 label: "FeedSync.Logger", deliver: { _, event in if let like = Self.likeEvent(event) { logger(like) } },
@@ -95,6 +103,28 @@ public final class EventBridge: Sendable {
 
     /// Every committed change with its seq, kind, user, post, new like count and time.
     public var changes: AnyPublisher<EventRecord, Never> { sealedChanges }
+
+    /// Each time the log stopped continuing the history delivered so far — a failover to a standby that lacked the
+    /// last commits (asynchronous replication), or a restored backup. Found by ``ChangeFeed``, a catch-up
+    /// (``FeedService/publishCommittedEvents(batchSize:)``) or a local commit whose seq was delivered as another
+    /// event; each subscriber of ``changes`` gets what came before it, then nothing until events after
+    /// ``HistoryRewrite/head``. What was built from the events is to be rebuilt from the tables.
+    public var historyRewrites: AnyPublisher<HistoryRewrite, Never> { sealedRewrites }
+
+    /// Subscribes one queue to both the events and the rewrites, so that a rewrite reaches `rewritten` after the old
+    /// history's events and before any event of the new one (a ``FeedChanges`` stream); `deliver` and `rewritten` run
+    /// on the queue's executor. Ends when the returned value is cancelled.
+    func subscribe(
+        deliver: @escaping @Sendable (EventRecord) -> Void, rewritten: @escaping @Sendable (HistoryRewrite) -> Void
+    ) -> AnyCancellable {
+        // Cancelling drops the callbacks, and what they hold, at once; the queue goes at the next hand-off.
+        typealias Callbacks = (deliver: @Sendable (EventRecord) -> Void, rewritten: @Sendable (HistoryRewrite) -> Void)
+        let callbacks = Locked<Callbacks?>((deliver, rewritten))
+        fanout.add(
+            deliver: { _, event in callbacks.withLock { $0 }?.deliver(event) }, isAlive: { callbacks.withLock { $0 != nil } },
+            rewritten: { _, rewrite in callbacks.withLock { $0 }?.rewritten(rewrite) })
+        return AnyCancellable { callbacks.withLock { $0 = nil } }
+    }
 
     /// The highest seq every subscriber's callback has returned for (0 before the first): a projection subscribed
     /// to the bridge has applied every event up to it.

@@ -37,6 +37,15 @@ extension DeliveryFanout {
                 case .events(let events, let through):
                     for event in events { subscriber.deliver(Key(), event) }
                     record(id, deliveredThrough: through)
+                case .rewrite(let rewrite):
+                    subscriber.rewritten?(Key(), rewrite)
+                    withState { state in
+                        guard var queue = state.queues[id] else { return }
+                        queue.delivered = rewrite.head
+                        queue.hasRewrite = queue.items.contains { if case .rewrite = $0 { true } else { false } }
+                        state.queues[id] = queue
+                        condition.broadcast()
+                    }
                 case .range(let after, let through):
                     guard case .failed(let delivered, let error) = load(after: after, through: through, from: source, to: subscriber)
                     else {

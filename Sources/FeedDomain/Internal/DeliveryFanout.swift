@@ -34,14 +34,23 @@ final class DeliveryFanout: @unchecked Sendable {
         let deliver: @Sendable (Key, EventRecord) -> Void
         /// Whether anyone still listens through this queue; a queue nobody listens to is dropped.
         let isAlive: @Sendable () -> Bool
+        /// Tells the subscriber that the log was rewritten, in order with its events.
+        let rewritten: (@Sendable (Key, HistoryRewrite) -> Void)?
+        /// Whether the subscriber takes events; one that does not only hears of rewrites.
+        var wantsEvents: Bool { !onlyRewrites }
+        let onlyRewrites: Bool
 
         init(
-            id: Int, queue: DispatchQueue, deliver: @escaping @Sendable (Key, EventRecord) -> Void, isAlive: @escaping @Sendable () -> Bool
+            id: Int, queue: DispatchQueue, deliver: @escaping @Sendable (Key, EventRecord) -> Void,
+            isAlive: @escaping @Sendable () -> Bool, rewritten: (@Sendable (Key, HistoryRewrite) -> Void)?,
+            onlyRewrites: Bool
         ) {
+            self.onlyRewrites = onlyRewrites
             self.id = id
             self.queue = queue
             self.deliver = deliver
             self.isAlive = isAlive
+            self.rewritten = rewritten
         }
     }
 
@@ -51,6 +60,8 @@ final class DeliveryFanout: @unchecked Sendable {
         case events(ArraySlice<EventRecord>, through: Int64)
         /// The log's events in `(after, through]`, to be read when the queue gets there.
         case range(after: Int64, through: Int64)
+        /// The log was rewritten; what follows comes after the new log's head.
+        case rewrite(HistoryRewrite)
     }
 
     /// A queue's mutable parts.
@@ -69,7 +80,9 @@ final class DeliveryFanout: @unchecked Sendable {
         /// The pause before the next read of the log after a failed one.
         var retryDelay: Duration = .zero
 
-        var isBehind: Bool { delivered < handed }
+        /// Whether `items` holds a rewrite not yet delivered.
+        var hasRewrite = false
+        var isBehind: Bool { delivered < handed || hasRewrite }
     }
 
     struct State {
@@ -100,16 +113,21 @@ final class DeliveryFanout: @unchecked Sendable {
     ///   - label: the executor's name.
     ///   - deliver: called with each event, in seq order, on the queue's executor.
     ///   - isAlive: whether anyone still listens; checked before each hand-off, never under the lock.
+    ///   - rewritten: called, in order with the events, when the log was rewritten (``HistoryRewrite``).
+    ///   - onlyRewrites: the subscriber hears of rewrites only; no event is queued for it.
     func add(
         label: String = "FeedSync.Subscriber", deliver: @escaping @Sendable (Key, EventRecord) -> Void,
-        isAlive: @escaping @Sendable () -> Bool
+        isAlive: @escaping @Sendable () -> Bool, rewritten: (@Sendable (Key, HistoryRewrite) -> Void)? = nil,
+        onlyRewrites: Bool = false
     ) {
         let queue = DispatchQueue(label: label)
         queue.setSpecific(key: marker, value: true)
         withState { state in
             let id = state.nextID
             state.nextID += 1
-            state.queues[id] = Queue(subscriber: Subscriber(id: id, queue: queue, deliver: deliver, isAlive: isAlive))
+            state.queues[id] = Queue(
+                subscriber: Subscriber(
+                    id: id, queue: queue, deliver: deliver, isAlive: isAlive, rewritten: rewritten, onlyRewrites: onlyRewrites))
         }
     }
 
@@ -155,6 +173,18 @@ final class DeliveryFanout: @unchecked Sendable {
 
     /// Adds `batch` to `queue`; returns whether the queue began to keep ranges instead of events. Called locked.
     private func append(_ batch: EventSequencer.Batch, to queue: inout Queue) -> Bool {
+        if let rewrite = batch.rewrite {
+            // What follows starts after the new log's head, which may be below what this queue was handed.
+            queue.items.append(.rewrite(rewrite))
+            queue.handed = rewrite.head
+            queue.hasRewrite = true
+            return false
+        }
+        guard queue.subscriber.wantsEvents else {
+            queue.handed = max(queue.handed, batch.through)
+            if !queue.hasRewrite { queue.delivered = queue.handed }
+            return false
+        }
         defer { queue.handed = max(queue.handed, batch.through) }
         if let after = batch.loadAfter {
             appendRange(after: max(after, queue.handed), through: batch.through, to: &queue)

@@ -32,6 +32,21 @@ extension EventSequencer {
         private(set) var buffered = 0
         /// Whether ranges are being kept without their events (and this was reported).
         private var fallingBehind = false
+        /// A rewrite of the log found since the last batch was taken: the next batch hands it over.
+        private var pendingRewrite: HistoryRewrite?
+
+        /// Drops what waits for delivery and goes on after `head` of a rewritten log; the next batch carries the
+        /// rewrite, so every subscriber's queue gets it after the old history's events and before the new ones.
+        mutating func rebase(to head: Int64) -> HistoryRewrite {
+            let rewrite = HistoryRewrite(after: max(known, taken, delivered), head: head)
+            ranges = []
+            buffered = 0
+            fallingBehind = false
+            known = head
+            taken = head
+            pendingRewrite = rewrite
+            return rewrite
+        }
 
         /// Adds a complete range of committed events. With a `limit` (the events can be read back from the log), a
         /// range that would take the backlog beyond it — or that comes after a range kept without events — is kept
@@ -80,6 +95,10 @@ extension EventSequencer {
         /// The next batch to deliver, in seq order, or `nil` when the next range is still missing. A batch with
         /// ``Batch/loadAfter`` set carries no events: its range is read from the log.
         mutating func next() -> Batch? {
+            if let rewrite = pendingRewrite {
+                pendingRewrite = nil
+                return Batch(events: [], through: rewrite.head, loadAfter: nil, rewrite: rewrite)
+            }
             let taken = self.taken
             drop { $0.through <= taken }
             // A range with its events before a gap over the same seqs: the gap is read from the log only if no
@@ -97,9 +116,13 @@ extension EventSequencer {
             return Batch(events: events[start...], through: range.through, loadAfter: nil)
         }
 
-        /// Records that every event up to `seq` was delivered.
-        mutating func finish(through seq: Int64) {
-            if seq > delivered { delivered = seq }
+        /// Records that `batch` was delivered: every event up to its end, or, for a rewrite, the new log's head.
+        mutating func finish(_ batch: Batch) {
+            if batch.rewrite != nil {
+                delivered = batch.through
+            } else if batch.through > delivered {
+                delivered = batch.through
+            }
         }
 
         /// Puts back the part of a range read from the log that was not delivered, `(after, through]`, to be read

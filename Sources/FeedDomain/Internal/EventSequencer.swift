@@ -47,7 +47,7 @@ internal import Foundation
 /// command) never needs it, and a queue that was made costs a thread when it is released (GCD runs the destructor of
 /// its queue-specific value on a worker thread).
 ///
-/// `@unchecked Sendable`: `backlog`, `isScheduled`, `lingers` and `madeQueue` are only touched while `condition` is
+/// `@unchecked Sendable`: `backlog`, `recent`, `isScheduled`, `lingers` and `madeQueue` are only touched while `condition` is
 /// locked; `limit`, `logSource`, `isListened` and `deliver` are immutable.
 final class EventSequencer: @unchecked Sendable {
     /// A batch of events handed to the delivering thread; internal so that no outside code can name it.
@@ -57,6 +57,8 @@ final class EventSequencer: @unchecked Sendable {
         /// For a range kept without its events: the log's events in `(loadAfter, through]`, which each subscriber's
         /// queue reads.
         var loadAfter: Int64?
+        /// The log was rewritten: no events; delivery goes on after `through`, the new log's head.
+        var rewrite: HistoryRewrite?
     }
 
     /// Where subscribers' queues read ranges kept without their events: the attached service's log.
@@ -78,6 +80,8 @@ final class EventSequencer: @unchecked Sendable {
     let limit: Int
     private let condition = NSCondition()
     private var backlog = Backlog()
+    /// The last events handed over, to tell a rewritten log from the one delivered.
+    private var recent = RecentEvents()
     /// The attached log, if any: only then may ranges be kept without their events.
     private let logSource: @Sendable () -> LogSource?
     /// Whether a drain of the backlog is queued or running on `queue`.
@@ -144,7 +148,7 @@ final class EventSequencer: @unchecked Sendable {
     /// - Returns: how many of `events` were not known before (the rest overlapped earlier ranges).
     @discardableResult
     func submit(after: Int64, through: Int64, events: [EventRecord]) -> Int {
-        hand(through: through, committedHere: false) { backlog, limit in
+        hand(through: through, events: events, committedHere: false) { backlog, limit in
             backlog.submit(after: after, through: through, events: events, limit: limit)
         }
     }
@@ -154,25 +158,39 @@ final class EventSequencer: @unchecked Sendable {
     /// read from the log by each subscriber's queue unless a local writer's range brings them before it gets there.
     func submitCommitted(_ events: [EventRecord]) {
         guard let last = events.last?.seq else { return }
-        _ = hand(through: last, committedHere: true) { backlog, limit in backlog.submitCommitted(events, limit: limit) }
+        _ = hand(through: last, events: events, committedHere: true) { backlog, limit in
+            backlog.submitCommitted(events, limit: limit)
+        }
     }
 
     /// Adds to the backlog with `add` (given the backlog and its limit) and schedules delivery. `committedHere`: the
     /// range is this process's commit (a caller's next command may follow at once), not one its watch found.
+    ///
+    /// When one of `events` has a seq that was seen as another event, the log was rewritten: delivery starts again
+    /// after `through` (``rebase(to:)``) instead.
     private func hand(
-        through: Int64, committedHere: Bool, _ add: (inout Backlog, Int?) -> (added: Int, fellBehind: Bool)
+        through: Int64, events: [EventRecord], committedHere: Bool, _ add: (inout Backlog, Int?) -> (added: Int, fellBehind: Bool)
     ) -> Int {
         // Asked before the lock: a subscriber that attaches meanwhile is one that attached after this commit.
         let listened = isListened()
         let source = logSource()
+        var rewrite: HistoryRewrite?
         let (added, fellBehind, schedule) = withBacklog { backlog -> (Int, Bool, Bool) in
+            if recent.firstDifferent(in: events) != nil {
+                rewrite = backlog.rebase(to: through)
+                recent.removeAll()
+                recent.record(events)
+                defer { isScheduled = true }
+                return (0, false, !isScheduled)
+            }
+            recent.record(events)
             let (added, fellBehind) = add(&backlog, source == nil ? nil : limit)
             lingers = committedHere
             if !listened, !isScheduled {
                 // Nobody would see these events and no delivery is in flight that they must follow: they are
                 // delivered here, in order, without waking the delivery executor (a command with nobody listening
                 // pays no thread hand-off).
-                while let batch = backlog.next() { backlog.finish(through: batch.through) }
+                while let batch = backlog.next() { backlog.finish(batch) }
                 condition.broadcast()
                 return (added, false, false)
             }
@@ -185,8 +203,44 @@ final class EventSequencer: @unchecked Sendable {
                 "delivery fell more than \(limit) events behind; later events are read from the log when each subscriber gets there",
                 ["limit": "\(limit)", "through": "\(through)"])
         }
+        if let rewrite, let source { Self.logRewrite(rewrite, to: source) }
         if schedule { queue.async { self.drain() } }
         return added
+    }
+
+    /// How `event`, read from the log, compares with what this process saw at its seq.
+    func match(_ event: EventRecord) -> RecentEvents.Match {
+        withBacklog { _ in recent.match(event) }
+    }
+
+    /// The log was rewritten (a failover to a standby that lacked the last commits, or a restored backup): drops
+    /// what waits for delivery and goes on after `head`, the new log's last seq; every subscriber's queue gets the
+    /// rewrite after the old history's events and before the new ones. Does nothing and returns `nil` unless the
+    /// highest seq known is still `known`, the one the caller found rewritten (another caller may have rebased, or
+    /// a local commit moved on, meanwhile: the next check looks again).
+    @discardableResult
+    func rebase(to head: Int64, ifKnown known: Int64) -> HistoryRewrite? {
+        let rewrite = withBacklog { backlog -> HistoryRewrite? in
+            guard backlog.known == known else { return nil }
+            recent.removeAll()
+            return backlog.rebase(to: head)
+        }
+        guard let rewrite else { return nil }
+        if let source = logSource() { Self.logRewrite(rewrite, to: source) }
+        let schedule = withBacklog { _ -> Bool in
+            defer { isScheduled = true }
+            return !isScheduled
+        }
+        if schedule { queue.async { self.drain() } }
+        return rewrite
+    }
+
+    private static func logRewrite(_ rewrite: HistoryRewrite, to source: LogSource) {
+        source.log(
+            .historyRewritten, .error,
+            "the log no longer continues the history delivered through seq \(rewrite.after) (a failover or a restore): "
+                + "delivery goes on after seq \(rewrite.head); subscribers must rebuild from the tables",
+            ["after": "\(rewrite.after)", "head": "\(rewrite.head)"])
     }
 
     /// Waits until every event up to `seq` was handed to `deliver`, at most `timeout`.
@@ -227,7 +281,7 @@ final class EventSequencer: @unchecked Sendable {
             condition.unlock()
             deliver(batch)
             condition.lock()
-            backlog.finish(through: batch.through)
+            backlog.finish(batch)
             condition.broadcast()
         }
         isScheduled = false

@@ -32,6 +32,11 @@ public enum FeedError: Error, Sendable, Hashable {
     /// `prunedThrough` were pruned (or, for a durable subscriber, likes were bulk-loaded without events when the log
     /// ended at `prunedThrough`). Rebuild from the tables, then continue from the log's head.
     case historyPruned(after: Int64, prunedThrough: Int64)
+    /// The log no longer continues the history the caller followed: its position `after` is beyond the log's last
+    /// seq, `head`, or the event at `after` is now a different event. A failover to a standby that lacked the last
+    /// commits (asynchronous replication), or a restored backup, rewrote the log after some seq. Rebuild from the
+    /// tables, then continue from the log's head, as for ``historyPruned(after:prunedThrough:)``.
+    case historyRewritten(after: Int64, head: Int64)
     /// A durable subscriber's handler threw `error` on the event `seq`, or its rebuild threw it (`seq` is `nil`).
     /// The batch rolled back (transactional) or the cursor stayed before the event (at least once); `error` carries
     /// what the handler threw, as thrown.
@@ -72,7 +77,7 @@ public enum FeedError: Error, Sendable, Hashable {
             .storage(.userAlreadyExists), .storage(.postAlreadyExists):
             .data
         case .storage, .databaseReplaced, .serviceClosed: .database
-        case .historyPruned: .historyPruned
+        case .historyPruned, .historyRewritten: .historyPruned
         case .forbidden: .forbidden
         case .handlerFailed: .handler
         case .cancelled: .cancelled
@@ -122,6 +127,9 @@ extension FeedError: CustomStringConvertible {
             "the database file \(FeedError.quoted(path)) was deleted or replaced while it was followed; start again to follow the new file"
         case .historyPruned(let after, let prunedThrough):
             "the events after seq \(after) are no longer in the log (pruned through \(prunedThrough)); rebuild from the tables"
+        case .historyRewritten(let after, let head):
+            "the log was rewritten: seq \(after) is \(head < after ? "beyond its last seq, \(head)" : "now a different event (last seq \(head))") "
+                + "after a failover or a restore; rebuild from the tables"
         case .handlerFailed(let subscriber, let seq?, let error):
             "durable subscriber \(FeedError.quoted(subscriber))'s handler failed on event \(seq): \(error)"
         case .handlerFailed(let subscriber, nil, let error):

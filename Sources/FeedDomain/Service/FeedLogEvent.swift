@@ -70,6 +70,10 @@ public struct FeedLogEvent: Sendable, Hashable, CustomStringConvertible {
         /// The bridge's delivery fell behind (a slow subscriber): committed events beyond the cap wait as a range of
         /// seqs, read from the log when delivery reaches them.
         public static let deliveryFellBehind = Kind(rawValue: "delivery.fellBehind")
+        /// The log no longer continues what this process delivered (a failover to a standby that lacked the last
+        /// commits, or a restored backup): delivery starts again from the log's head, and subscribers get
+        /// ``EventBridge/historyRewrites``.
+        public static let historyRewritten = Kind(rawValue: "history.rewritten")
         /// Delivery could not read a range of seqs from the log; it tries again after a pause.
         public static let deliveryReadFailed = Kind(rawValue: "delivery.readFailed")
         /// Events waiting to be delivered were pruned from the log before delivery read them; subscribers of

@@ -99,6 +99,16 @@ extension FeedService {
         }
     }
 
+    /// The log's last seq (0 for an empty log).
+    package func logHead() throws(FeedError) -> Int64 {
+        try checkOpen()
+        do {
+            return try backend.readOnce { tx in try tx.lastSeq() }
+        } catch {
+            throw FeedError.wrap(error)
+        }
+    }
+
     /// A summary of the database: schema versions, row counts and the last seq.
     public func status() throws(FeedError) -> FeedStatus {
         let started = ContinuousClock.now

@@ -228,7 +228,11 @@ public final class DurableSubscriber: Sendable {
             try holdNameIfExclusive()
             let needsSubscription = live.withLock { $0.subscription == nil }
             if needsSubscription {
-                let subscription = service.bridge.changes.sink { [weak self] _ in self?.schedulePass(liveOnly: true) }
+                // A rewrite of the log (a failover, a restore) wakes it too: the events that follow its head may all
+                // be committed already, and the cursor, kept in the database, went back with the events it lost.
+                let subscription = service.bridge.subscribe(
+                    deliver: { [weak self] _ in self?.schedulePass(liveOnly: true) },
+                    rewritten: { [weak self] _ in self?.schedulePass(liveOnly: true) })
                 let duplicate = live.withLock { state -> AnyCancellable? in
                     guard state.subscription == nil else { return subscription }
                     state.subscription = subscription

@@ -25,21 +25,49 @@ extension FeedService {
         var batch = 0
         while true {
             guard let known = sequencer.highestKnownSeq else { return total }
-            let events: [EventRecord]
+            let page: [EventRecord]
+            let head: Int64?
             do {
                 try beforeBatch(batch)
                 batch += 1
                 // On a reader connection, not the writer: a local writer waiting for another process's lock must
                 // not hold up what other processes already committed. One query is one snapshot, so the events
-                // after `known` form a complete range.
-                events = try backend.readOnce { tx in try tx.events(after: known, limit: batchSize) }
+                // after `known` form a complete range. The read starts at `known` itself, to check that the log
+                // still holds the event delivered there; the log's head is read when it does not.
+                (page, head) = try backend.readOnce { tx in
+                    let page = try tx.events(after: max(0, known - 1), limit: batchSize + 1)
+                    return (page, known > 0 && page.first?.seq != known ? try tx.lastSeq() : nil)
+                }
             } catch {
                 throw FeedError.wrap(error)
             }
+            if let rewrite = try rewriteFound(known: known, first: page.first, head: head) { throw rewrite.error }
+            let events = Array(page.drop { $0.seq <= known })
             guard let last = events.last?.seq else { return total }
             total += sequencer.submit(after: known, through: last, events: events)
             if events.count < batchSize { return total }
         }
+    }
+
+    /// Whether the log no longer continues the history delivered through `known`: its head is below `known`, or its
+    /// event at `known` (`first`, when the read found it) is not the one delivered there. When it was rewritten,
+    /// delivery starts again after the new log's head, and the rewrite is returned. An event at `known` this process
+    /// never saw (it started there) or that was pruned cannot be checked, and counts as the same.
+    private func rewriteFound(known: Int64, first: EventRecord?, head: Int64?) throws(FeedError) -> HistoryRewrite? {
+        guard known > 0 else { return nil }
+        let sequencer = bridge.sequencer
+        if let first, first.seq == known {
+            guard sequencer.match(first) == .different else { return nil }
+            let head: Int64
+            do {
+                head = try backend.readOnce { tx in try tx.lastSeq() }
+            } catch {
+                throw FeedError.wrap(error)
+            }
+            return sequencer.rebase(to: head, ifKnown: known)
+        }
+        guard let head, head < known else { return nil }
+        return sequencer.rebase(to: head, ifKnown: known)
     }
 
     /// Waits until every subscriber of ``bridge`` has been handed every event up to `seq` (see
