@@ -10,11 +10,14 @@ import Testing
 /// Each round starts a primary and a synchronous standby (`.ci/postgres-server.sh standby … sync`, on loopback),
 /// seeds them with `feedsync seed`, and points every process at one multi-host URL
 /// (`target_session_attrs=read-write`): four `agent-acks` writers on disjoint users, an `events --follow --json`
-/// follower and a transactional durable subscriber (`agent-subscriber`). When a seeded writer has printed a seeded
-/// number of lines, the primary's postmaster gets SIGKILL and the standby is promoted; the load goes on there, then
-/// stops. The new primary must hold every acknowledged change under the seq its acknowledgement gave; the follower
-/// must have printed each seq once, in order, up to the new head, each as the new primary has it; the subscriber
-/// must have applied each seq once up to a cursor at the head; and `feedsync check` must pass there.
+/// follower, a transactional durable subscriber (`agent-subscriber`), and a SQLite replica of one more user
+/// (`replica init`, `sync --follow --json`) whose user likes and unlikes on it before the kill and after the
+/// promotion. When a seeded writer has printed a seeded number of lines, the primary's postmaster gets SIGKILL and
+/// the standby is promoted; the load goes on there, then stops. The new primary must hold every acknowledged change
+/// under the seq its acknowledgement gave; the follower must have printed each seq once, in order, up to the new
+/// head, each as the new primary has it; the subscriber must have applied each seq once up to a cursor at the head;
+/// the replica must have synced past the head with nothing pending or rejected, its user's likes the same on both
+/// sides; and `feedsync check` must pass on the new primary and on the replica.
 ///
 /// `FEEDSYNC_FAILOVER_SEED` replays the kill moments (the processes' interleaving is the operating system's);
 /// `FEEDSYNC_FAILOVER_ROUNDS` sets how many rounds, each on fresh servers, run (3).
@@ -105,7 +108,9 @@ final class FailoverRound: Sendable {
         worker.step("starting the primary")
         let primary = try PostgresFaultTests.script(["start", primaryDir], timeout: 60)
         worker.step("seeding")
-        let users = Self.writers * Self.usersPerWriter
+        // The writers' users, then the replica's.
+        let users = Self.writers * Self.usersPerWriter + 1
+        let replicaUser = "user\(users)"
         let seeded = try feedsync("--db", primary, "seed", "--posts", "\(Self.posts)", "--users", "\(users)", "--likes", "0")
         guard seeded.status == 0 else { return problem("seed failed: \(seeded.stderr)") }
         worker.step("starting the synchronous standby")
@@ -117,8 +122,14 @@ final class FailoverRound: Sendable {
             "postgresql://\(components.user ?? ""):\(password)@127.0.0.1:\(primaryPort),127.0.0.1:\(standbyPort)"
             + "\(components.path)?target_session_attrs=read-write&connect_timeout=2"
 
-        worker.step("starting the follower, the subscriber and \(Self.writers) writers")
+        worker.step("making a replica for \(replicaUser)")
+        let replica = home.path + "/replica.sqlite"
+        let made = try feedsync("--db", replica, "replica", "init", "--from", both, "--user", replicaUser)
+        guard made.status == 0 else { return problem("replica init failed: \(made.stderr)") }
+
+        worker.step("starting the follower, the subscriber, the replica's sync and \(Self.writers) writers")
         let follower = try start(cli, ["--db", both, "events", "--follow", "--json"], capturingErrors: true)
+        let replicaSync = try start(cli, ["--db", replica, "sync", "--follow", "--json"], capturingErrors: true)
         let subscriber = try start(bench, ["agent-subscriber", "--db", both, "--name", "failover"])
         var writers: [Child] = []
         for slot in 0..<Self.writers {
@@ -132,6 +143,8 @@ final class FailoverRound: Sendable {
                     ]))
         }
 
+        worker.step("the replica's likes before the kill")
+        try replicaCommands(replica, [("like", "post1"), ("like", "post2"), ("like", "post3")])
         // The kill moment: when a seeded writer has printed a seeded number of lines.
         var random = FaultRandom(seed: seed)
         let victim = random.next(Self.writers)
@@ -160,6 +173,8 @@ final class FailoverRound: Sendable {
             return problem("the follower did not print seq \(firstSeq) within 60 s (\(follower.errorLines.values.suffix(3)))")
         }
         let followerBack = clock.now - killed
+        worker.step("the replica's likes after the promotion")
+        try replicaCommands(replica, [("like", "post4"), ("unlike", "post1"), ("like", "post5")])
         worker.step("load on the new primary")
         for (slot, writer) in writers.enumerated() {
             guard writer.lines.wait(seconds: 30, until: { $0.count >= baseline[slot] + Self.linesAfterPromotion }) else {
@@ -198,6 +213,7 @@ final class FailoverRound: Sendable {
         checkAcknowledged(acks, against: bySeq)
         checkFollower(follower, head: head, against: bySeq, password: password)
         try checkSubscriber(service, head: head)
+        try checkReplica(replica, replicaSync, user: replicaUser, head: head, on: service)
         let check = try feedsync("--db", standby, "check")
         if check.status != 0 { problem("feedsync check failed on the new primary: \(check.stdout)\(check.stderr)") }
 
@@ -246,6 +262,41 @@ final class FailoverRound: Sendable {
             problem("the follower printed \(differing.count) events the new primary has otherwise: \(differing.prefix(5))")
         }
         if follower.errorLines.values.joined().contains(password) { problem("the follower's errors show the password") }
+    }
+
+    /// Runs the replica user's commands (each queued on the replica, for its sync to push).
+    private func replicaCommands(_ replica: String, _ commands: [(String, String)]) throws {
+        for (command, post) in commands {
+            let result = try feedsync("--db", replica, command, post)
+            if result.status != 0 { problem("\(command) \(post) on the replica failed: \(result.stderr)") }
+        }
+    }
+
+    /// The replica's sync reached the head with nothing pending or rejected, its user's likes are the new primary's
+    /// (post2…post5: what its commands left), and `check` passes on it.
+    private func checkReplica(_ replica: String, _ sync: Child, user: String, head: Int64, on service: FeedService) throws {
+        struct Synced: Decodable { let rejected: Int, pendingChanges: Int, lastSyncedSeq: Int64 }
+        let synced = { (lines: [String]) in lines.compactMap { try? JSONDecoder().decode(Synced.self, from: Data($0.utf8)) } }
+        if !sync.lines.wait(seconds: 60, until: { synced($0).contains { $0.pendingChanges == 0 && $0.lastSyncedSeq >= head } }) {
+            problem("the replica's sync did not reach seq \(head) with nothing pending within 60 s: \(sync.lines.values.suffix(2))")
+        }
+        sync.kill()
+        _ = sync.wait(seconds: 10)
+        if synced(sync.lines.values).contains(where: { $0.rejected > 0 }) { problem("the source rejected a replica change") }
+        let query = """
+            SELECT p.id FROM likes l JOIN users u ON u.user_key = l.user_key JOIN posts p ON p.post_key = l.post_key
+            WHERE u.id = '\(user)' ORDER BY p.id
+            """
+        let onPrimary = try service.firstColumn(query).compactMap(\.text)
+        let local = try FeedService(location: replica)
+        defer { local.close() }
+        let onReplica = try local.firstColumn(query).compactMap(\.text)
+        let expected = ["post2", "post3", "post4", "post5"]
+        if onPrimary != expected || onReplica != expected {
+            problem("\(user)'s likes: \(onPrimary) on the new primary, \(onReplica) on the replica, not \(expected)")
+        }
+        let check = try feedsync("--db", replica, "check")
+        if check.status != 0 { problem("feedsync check failed on the replica: \(check.stdout)\(check.stderr)") }
     }
 
     /// The subscriber applied seqs 1… to its cursor, each once, and its cursor reached the head.
