@@ -34,7 +34,8 @@ import Testing
         for number in 1...Self.rounds {
             let round = FailoverRound(number: number, seed: seed &* 1000 &+ UInt64(number), parent: parent, bench: bench, cli: cli)
             defer { round.tearDown() }
-            let watchdog = Watchdog(stallTimeout: .seconds(45), limit: .seconds(150))
+            // The round's own waits are bounded at 60 s and say what they waited for; the watchdog catches the rest.
+            let watchdog = Watchdog(stallTimeout: .seconds(75), limit: .seconds(180))
             watchdog.spawn("failover round \(number)") { worker in round.run(worker) }
             if case .stalled(let report) = watchdog.waitForWorkers() {
                 Watchdog.abandon([round])
@@ -218,12 +219,17 @@ final class FailoverRound: Sendable {
         if check.status != 0 { problem("feedsync check failed on the new primary: \(check.stdout)\(check.stderr)") }
 
         let changes = acks.count { $0.seq > 0 }
-        let errors = writers.reduce(0) { $0 + $1.lines.values.count { $0.hasPrefix("error ") } }
+        // A command may fail while the primary is gone, as the server being unavailable; never as a data error.
+        let errors = writers.flatMap { $0.lines.values.filter { $0.hasPrefix("error ") } }
+        if errors.contains(where: { $0.hasPrefix("error data ") }) { problem("a writer's command failed as a data error: \(errors)") }
+        let errorKinds = Dictionary(errors.map { ($0.dropFirst(6), 1) }, uniquingKeysWith: +).sorted { $0.key < $1.key }
+            .map { "\($0.key) \($0.value)" }.joined(separator: ", ")
         figures.append(
             "round \(number) (seed \(seed)): SIGKILL after \(acksBeforeKill) acknowledged changes; promotion \(Self.seconds(promotion)), "
                 + "first acknowledged change on the new primary \(Self.seconds(writerBack)) after the kill, the follower printed it "
                 + "after \(Self.seconds(followerBack)); \(changes) acknowledged changes (\(changes - acksBeforeKill) after the kill), "
-                + "\(errors) failed commands during the switch, head \(head)")
+                + "\(errors.count) failed commands during the switch (\(errorKinds)), "
+                + "head \(head)")
     }
 
     /// Every acknowledged change is in the new primary's log under its seq, as acknowledged; every acknowledged post
