@@ -8,7 +8,9 @@
 #   .ci/postgres-server.sh restart DIR [SECS] # crash-restarts it (for fault tests); same port and password
 #   .ci/postgres-server.sh stop DIR           # stops the server and removes DIR
 #   port=$(.ci/postgres-server.sh standby DIR PRIMARY_DIR)  # a streaming standby of the server in PRIMARY_DIR
+#   port=$(.ci/postgres-server.sh standby DIR PRIMARY_DIR sync)  # the same, replicating synchronously
 #   .ci/postgres-server.sh halt DIR           # the machine dies: immediate stop, DIR kept (for failover tests)
+#   .ci/postgres-server.sh kill DIR           # the postmaster dies: SIGKILL, DIR kept (for failover tests)
 #   .ci/postgres-server.sh promote DIR        # the standby in DIR becomes a primary
 #   .ci/postgres-server.sh resume DIR PORT    # starts a halted server again on PORT, as it was
 #
@@ -39,8 +41,16 @@
 # `standby` copies the running server in PRIMARY_DIR with pg_basebackup (as the bootstrap superuser, through its
 # socket) into DIR, configured to stream from it (asynchronously), starts it on a free port of 127.0.0.1 and waits until it
 # accepts connections; it prints the port on stdout. The role, its password and the databases are the primary's: the
-# caller's URL works with the port replaced. `halt` stops a server as if its machine died (`pg_ctl stop -m
-# immediate`) and keeps DIR; `promote` ends the standby's recovery (`pg_ctl promote -w`), so it accepts writes.
+# caller's URL works with the port replaced. With `sync`, the standby connects with an application_name made from
+# DIR's name (lower case, [a-z0-9_]), and the primary is set (`ALTER SYSTEM` as the bootstrap superuser through its
+# socket, then `pg_reload_conf()`) to `synchronous_standby_names` = that name and `synchronous_commit = on`: a commit
+# on the primary returns only once the standby has flushed it. The script waits (at most 30 s) until
+# pg_stat_replication shows the standby as `sync`. The setting is made after the copy, so the standby does not have
+# it: once promoted, it commits without waiting for a standby of its own.
+# `halt` stops a server as if its machine died (`pg_ctl stop -m immediate`) and keeps DIR; `kill` sends SIGKILL to
+# its postmaster (the pid on the first line of DIR/data/postmaster.pid, checked to be this cluster's) and waits (at
+# most 10 s) until it is gone: its backends are left to notice on their own, as after a crash, and DIR is kept (`stop`
+# still removes it); `promote` ends the standby's recovery (`pg_ctl promote -w`), so it accepts writes.
 # `resume` starts a halted server again on PORT (the one it had: a standby resumes as a standby) and waits until it
 # accepts connections.
 set +x # never trace: the URL carries the password
@@ -48,11 +58,16 @@ set -euo pipefail
 
 me=postgres-server.sh
 die() { echo "$me: $*" >&2; exit 1; }
-usage() { echo "usage: $0 start DIR | restart DIR [SECS] | stop DIR | standby DIR PRIMARY_DIR | halt DIR | promote DIR | resume DIR PORT" >&2; exit 2; }
+usage() {
+    echo "usage: $0 start DIR | restart DIR [SECS] | stop DIR | standby DIR PRIMARY_DIR [sync] | halt DIR | kill DIR | promote DIR | resume DIR PORT" >&2
+    exit 2
+}
 [ $# -eq 2 ] || { [ $# -eq 3 ] && [ "$1" = restart ] && [[ $3 =~ ^[0-9]+$ ]]; } || { [ $# -eq 3 ] && [ "$1" = standby ]; } ||
+    { [ $# -eq 4 ] && [ "$1" = standby ] && [ "$4" = sync ]; } ||
     { [ $# -eq 3 ] && [ "$1" = resume ] && [[ $3 =~ ^[0-9]+$ ]]; } ||
     usage
 down=${3:-}
+synchronous=${4:-}
 command=$1
 dir=$(realpath -m -- "$2")
 marker="$dir/.feedsync-postgres"
@@ -256,25 +271,73 @@ standby_server() {
     chown "$owner": "$dir" "$marker"
     chmod 700 "$dir"
     trap cleanup_failed_start EXIT
+    # A synchronous standby is named by its application_name, which -R writes into primary_conninfo.
+    local name="" connection=()
+    if [ -n "$synchronous" ]; then
+        name=$(basename -- "$dir" | tr '[:upper:]' '[:lower:]' | tr -c 'a-z0-9_\n' '_')
+        connection=(-d "application_name=$name")
+    fi
     local out
-    if ! out=$(as_server "$bin/pg_basebackup" -h "$primary" -p "$primary_port" -D "$dir/data" -R -X stream -c fast 2>&1); then
+    if ! out=$(as_server "$bin/pg_basebackup" "${connection[@]}" -h "$primary" -p "$primary_port" -D "$dir/data" -R -X stream -c fast 2>&1); then
         echo "$out" >&2
         die "pg_basebackup failed"
+    fi
+    if [ -n "$name" ] && ! grep -q "application_name=$name" "$dir/data/postgresql.auto.conf"; then
+        die "pg_basebackup -R did not write application_name=$name into primary_conninfo"
     fi
     # Later lines win: the standby's own socket directory; the port comes with pg_ctl -o.
     printf "\n# --- %s: a standby of %s ---\nunix_socket_directories = '%s'\n" "$me" "$primary" "$dir" |
         as_server tee -a "$dir/data/postgresql.conf" >/dev/null
     local port
     port=$(start_on_free_port)
-    echo "$me: a streaming standby of $primary on 127.0.0.1:$port (data and log in $dir)" >&2
+    if [ -n "$name" ]; then make_synchronous "$primary" "$primary_port" "$name"; fi
+    echo "$me: a streaming${name:+ synchronous} standby of $primary on 127.0.0.1:$port (data and log in $dir)" >&2
     trap - EXIT
     printf '%s\n' "$port"
+}
+
+# Makes the standby named NAME the synchronous one of the primary in PRIMARY_DIR (on PRIMARY_PORT) and waits until
+# the primary reports it as such.
+make_synchronous() {
+    local primary=$1 primary_port=$2 name=$3
+    printf "ALTER SYSTEM SET synchronous_standby_names = '%s';\nALTER SYSTEM SET synchronous_commit = on;\nSELECT pg_reload_conf();\n" \
+        "$name" | as_server "$bin/psql" -X -q -v ON_ERROR_STOP=1 -h "$primary" -p "$primary_port" -d postgres -f - >/dev/null ||
+        die "could not make $name the primary's synchronous standby"
+    local state="" _
+    for _ in $(seq 1 60); do
+        state=$(as_server "$bin/psql" -X -A -t -h "$primary" -p "$primary_port" -d postgres \
+            -c "SELECT sync_state FROM pg_stat_replication WHERE application_name = '$name'" 2>/dev/null || true)
+        [ "$state" = sync ] && return 0
+        sleep 0.5
+    done
+    die "the primary did not report $name as a synchronous standby within 30 s (sync_state: ${state:-none})"
 }
 
 halt_server() {
     [ -f "$marker" ] || die "$dir was not made by '$me'"
     as_server "$bin/pg_ctl" -D "$dir/data" -m immediate -w -t 30 stop >/dev/null 2>&1 || die "pg_ctl stop failed"
     echo "$me: halted the server in $dir (immediate stop; its data is kept)" >&2
+}
+
+kill_server() {
+    [ -f "$marker" ] || die "$dir was not made by '$me'"
+    local pid
+    pid=$(head -n 1 "$dir/data/postmaster.pid" 2>/dev/null || true)
+    [[ $pid =~ ^[0-9]+$ ]] || die "no server is running in $dir"
+    # Only this cluster's postmaster: a stale pid file may name another process by now.
+    [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$dir/data" ||
+        die "process $pid is not the postmaster of $dir"
+    kill -KILL "$pid" || die "could not kill process $pid"
+    local _
+    for _ in $(seq 1 100); do
+        # Gone, or a zombie that its parent has not reaped yet: either way it serves nothing.
+        if [ ! -e "/proc/$pid" ] || [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = Z ]; then
+            echo "$me: killed the postmaster of $dir (SIGKILL; its data is kept)" >&2
+            return 0
+        fi
+        sleep 0.1
+    done
+    die "process $pid was still running 10 s after SIGKILL"
 }
 
 promote_server() {
@@ -314,6 +377,7 @@ case $command in
     stop) stop_server ;;
     standby) standby_server ;;
     halt) halt_server ;;
+    kill) kill_server ;;
     promote) promote_server ;;
     resume) resume_server ;;
     *) usage ;;
