@@ -20,15 +20,16 @@ import Testing
     static func rewrite(_ service: FeedService, after fork: Int64, newEvents count: Int, on backend: TestBackend) throws {
         _ = try service.backend.write(
             { tx in
+                if backend == .postgresql {
+                    // The head first: it waits for the appenders holding it, whose events the DELETE then sees.
+                    try tx.userStatements.execute(
+                        "UPDATE event_log_head SET last_seq = $1 WHERE id = 1", [.integer(fork + Int64(count))])
+                }
                 try tx.userStatements.execute("DELETE FROM events WHERE seq > $1", [.integer(fork)])
                 for index in 0..<Int64(count) {
                     try tx.userStatements.execute(
                         "INSERT INTO events (seq, kind, user_id, post_id, like_count, at) VALUES ($1, 'liked', 'user3', 'post1', $2, $3)",
                         [.integer(fork + 1 + index), .integer(100 + index), .integer(Int64(Date().timeIntervalSince1970 * 1000))])
-                }
-                if backend == .postgresql {
-                    try tx.userStatements.execute(
-                        "UPDATE event_log_head SET last_seq = $1 WHERE id = 1", [.integer(fork + Int64(count))])
                 }
             }, afterCommit: { _ in })
     }

@@ -92,6 +92,16 @@ extension EventSequencer {
             return (events.count, false)
         }
 
+        /// Takes what a local transaction committed across a rewrite of the log (it began before the last rebase): its
+        /// events may be the old history's, so only the stretch after the highest seq known is kept, as a gap that
+        /// delivery reads from the log (whose events it then has are the new history's).
+        mutating func submitAcrossRewrite(through: Int64) -> (added: Int, fellBehind: Bool) {
+            guard known >= 0, through > known, through > taken else { return (0, false) }
+            ranges.append(Range(after: max(known, taken), through: through, events: nil, isGap: true))
+            known = through
+            return (0, false)
+        }
+
         /// The next batch to deliver, in seq order, or `nil` when the next range is still missing. A batch with
         /// ``Batch/loadAfter`` set carries no events: its range is read from the log.
         mutating func next() -> Batch? {

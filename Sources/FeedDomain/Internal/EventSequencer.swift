@@ -1,5 +1,6 @@
 internal import FeedCore
 internal import Foundation
+internal import Synchronization
 
 /// Delivers committed events in seq order, each once, whichever thread or process committed them.
 ///
@@ -82,6 +83,8 @@ final class EventSequencer: @unchecked Sendable {
     private var backlog = Backlog()
     /// The last events handed over, to tell a rewritten log from the one delivered.
     private var recent = RecentEvents()
+    /// Rebases so far (``epoch``); moved with `condition` locked, read without it.
+    private let epochs = Atomic<UInt64>(0)
     /// The attached log, if any: only then may ranges be kept without their events.
     private let logSource: @Sendable () -> LogSource?
     /// Whether a drain of the backlog is queued or running on `queue`.
@@ -156,12 +159,23 @@ final class EventSequencer: @unchecked Sendable {
     /// Hands over the events a transaction of this process appended, once it committed (`events` in seq order);
     /// returns at once. Events committed before them and not submitted yet — other processes' — are delivered first,
     /// read from the log by each subscriber's queue unless a local writer's range brings them before it gets there.
-    func submitCommitted(_ events: [EventRecord]) {
+    ///
+    /// `epoch` is ``epoch`` read before the transaction began: when the log was rewritten since, the events may be
+    /// the old history's, and the stretch after the highest seq known is read from the log instead.
+    func submitCommitted(_ events: [EventRecord], epoch: UInt64) {
         guard let last = events.last?.seq else { return }
+        guard epoch == self.epoch else {
+            _ = hand(through: last, events: [], committedHere: true) { backlog, _ in backlog.submitAcrossRewrite(through: last) }
+            return
+        }
         _ = hand(through: last, events: events, committedHere: true) { backlog, limit in
             backlog.submitCommitted(events, limit: limit)
         }
     }
+
+    /// How many times the log was found rewritten (``rebase(to:ifKnown:)``): a transaction reads it before it begins
+    /// and hands it to ``submitCommitted(_:epoch:)``.
+    var epoch: UInt64 { epochs.load(ordering: .acquiring) }
 
     /// Adds to the backlog with `add` (given the backlog and its limit) and schedules delivery. `committedHere`: the
     /// range is this process's commit (a caller's next command may follow at once), not one its watch found.
@@ -178,6 +192,7 @@ final class EventSequencer: @unchecked Sendable {
         let (added, fellBehind, schedule) = withBacklog { backlog -> (Int, Bool, Bool) in
             if recent.firstDifferent(in: events) != nil {
                 rewrite = backlog.rebase(to: through)
+                epochs.add(1, ordering: .releasing)
                 recent.removeAll()
                 recent.record(events)
                 defer { isScheduled = true }
@@ -222,6 +237,7 @@ final class EventSequencer: @unchecked Sendable {
     func rebase(to head: Int64, ifKnown known: Int64) -> HistoryRewrite? {
         let rewrite = withBacklog { backlog -> HistoryRewrite? in
             guard backlog.known == known else { return nil }
+            epochs.add(1, ordering: .releasing)
             recent.removeAll()
             return backlog.rebase(to: head)
         }

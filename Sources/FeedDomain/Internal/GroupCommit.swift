@@ -327,6 +327,7 @@ final class GroupCommit: Sendable {
         // The batch with the units that joined it.
         var units = batch
         defer { batch = units }
+        let epoch = sequencer.epoch
         do {
             if isolated {
                 // The body may run more than once (a backend retries serialization failures): it keeps no state
@@ -345,7 +346,7 @@ final class GroupCommit: Sendable {
                         }
                         return events
                     },
-                    afterCommit: { sequencer.submitCommitted($0) })
+                    afterCommit: { sequencer.submitCommitted($0, epoch: epoch) })
             } else {
                 _ = try backend.commitLikes(
                     units.map(\.likeUnit),
@@ -358,7 +359,7 @@ final class GroupCommit: Sendable {
                     afterCommit: { outcomes in
                         var events: [EventRecord] = []
                         record(outcomes, of: units, into: &events)
-                        sequencer.submitCommitted(events)
+                        sequencer.submitCommitted(events, epoch: epoch)
                     })
             }
         } catch {

@@ -200,6 +200,7 @@ public final class FeedService: Sendable {
         let started = ContinuousClock.now
         defer { noteCommand(command, commands: 1, since: started) }
         let sequencer = bridge.sequencer
+        let epoch = sequencer.epoch
         let result: T
         do {
             // The body may run more than once (a backend retries serialization failures): its events start empty
@@ -210,7 +211,7 @@ public final class FeedService: Sendable {
                     let value = try body(tx, &events)
                     return (value, events)
                 },
-                afterCommit: { committed in sequencer.submitCommitted(committed.events) }
+                afterCommit: { committed in sequencer.submitCommitted(committed.events, epoch: epoch) }
             ).value
         } catch {
             throw FeedError.wrap(error, value: value)
