@@ -114,7 +114,7 @@ import Testing
         let log = try service.events(after: 0)
         let finalSeq = try #require(log.last?.seq)
         #expect(
-            delivered.wait(seconds: 30) { ($0.last ?? 0) >= finalSeq },
+            delivered.wait(seconds: 60) { ($0.last ?? 0) >= finalSeq },
             "the change stream reaches seq \(finalSeq) (through \(delivered.values.last ?? 0); \(streamError.values))")
         let outcome = try DeletionStressOutcome(service: service, log: log, lines: lines.values)
         #expect(try service.check().map(\.description) == [])

@@ -178,11 +178,11 @@ import Testing
             #expect(try store.confirmMutations(through: 2) == ["p1"])
             try store.recordPush(through: 2)
             try store.recordPush(through: 1)
-            try store.recordPull(through: 40, bulkGeneration: 1, at: Self.now)
+            try store.recordPull(through: 40, check: 12_345, bulkGeneration: 1, at: Self.now)
             try store.recordSyncError("offline")
         }
         let progress = try service.backend.read { try #require($0.replicaStore).replicaProgress(recentRejections: 5) }
-        #expect(progress.cursor == ReplicaCursor(syncedSeq: 40, bulkGeneration: 1, pushedThrough: 2))
+        #expect(progress.cursor == ReplicaCursor(syncedSeq: 40, syncedCheck: 12_345, bulkGeneration: 1, pushedThrough: 2))
         #expect(progress.pending == 0 && progress.rejected == 1 && progress.lastError == "offline")
         #expect(progress.recentRejections == [SyncRejectionRecord(number: 2, reason: "taken")])
         #expect(try service.backend.read { try $0.allUsers() }.map(\.name) == ["Alice"])

@@ -48,6 +48,30 @@ import Testing
         try check(on: backend, newEvents: 0)
     }
 
+    /// A replica's cursor carries its event's check value: after the log was rewritten under it, its seq names another
+    /// event, and its next pull is answered with a resync snapshot instead of the changes after that seq.
+    @Test(arguments: TestBackend.allCases)
+    func aReplicaWhoseCursorNowNamesAnotherEventIsResynced(on backend: TestBackend) async throws {
+        let dir = TemporaryDirectory()
+        guard let world = try ReplicaWorld(in: dir, on: backend) else { return }
+        defer { world.close() }
+        try await world.source.like(userID: "alice", postID: "p1")
+        let phone = try await world.replica("phone", of: "alice")
+        try await world.source.like(userID: "bob", postID: "p2")
+        let step = try await phone.sync.sync()
+        #expect(!step.resynced && step.pulled == 1)
+        let head = try await world.source.status().lastSeq
+        #expect(step.lastSyncedSeq == head)
+
+        try Self.rewrite(world.source, after: head - 1, newEvents: 3, on: backend)
+        let report = try await phone.sync.sync()
+        #expect(report.resynced, "the replica's seq \(head) names another event now: it gets a snapshot")
+        #expect(report.lastSyncedSeq == head + 2)
+        try world.expectAgrees(phone)
+        let again = try await phone.sync.sync()
+        #expect(!again.resynced && again.pulled == 0, "the snapshot's cursor carries the new event's check")
+    }
+
     private func check(on backend: TestBackend, newEvents: Int) throws {
         let dir = TemporaryDirectory("feedsync-rewrite")
         guard let location = try backend.makeLocation(in: dir) else { return }

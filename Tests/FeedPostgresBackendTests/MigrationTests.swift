@@ -51,6 +51,7 @@ import Testing
             EmbeddedMigrationFile.all.map(\.fileName) == [
                 "0001_create_schema.sql", "0002_bulk_load_baseline.sql", "0003_like_counts_in_code.sql", "0004_sync.sql",
                 "0005_api_tokens.sql", "0006_likes_without_post_index.sql", "0007_deleting.sql",
+                "0008_replica_cursor_check.sql",
             ])
         #expect(EmbeddedMigrationFile.postgresql.last?.fileName == "0009_deleting.sql")
     }

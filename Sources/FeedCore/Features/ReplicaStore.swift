@@ -15,7 +15,7 @@ package protocol ReplicaStore: AnyObject {
     /// The cursor, the last sync's time and error, the queue's counts and its latest `limit` refusals (newest first).
     func replicaProgress(recentRejections limit: Int) throws -> ReplicaProgress
     /// Records a completed pull step: the source seq and bulk generation reached; clears the last error.
-    func recordPull(through seq: Int64, bulkGeneration: Int64, at time: Date) throws
+    func recordPull(through seq: Int64, check: Int64?, bulkGeneration: Int64, at time: Date) throws
     /// Records that the source handled the mutations through `number` (the mark never goes back).
     func recordPush(through number: Int64) throws
     /// Records why the last sync failed, or clears it.
@@ -70,13 +70,16 @@ package struct ReplicaIdentity: Sendable, Hashable {
 package struct ReplicaCursor: Sendable, Hashable {
     /// The source seq the state reflects; `nil` before the first pull.
     package var syncedSeq: Int64?
+    /// The source's ``EventRecord/check`` of its event at ``syncedSeq``, when its last answer gave one.
+    package var syncedCheck: Int64?
     /// The source's bulk-load generation the state includes.
     package var bulkGeneration: Int64
     /// The highest mutation number the source acknowledged.
     package var pushedThrough: Int64
 
-    package init(syncedSeq: Int64?, bulkGeneration: Int64, pushedThrough: Int64) {
+    package init(syncedSeq: Int64?, syncedCheck: Int64? = nil, bulkGeneration: Int64, pushedThrough: Int64) {
         self.syncedSeq = syncedSeq
+        self.syncedCheck = syncedCheck
         self.bulkGeneration = bulkGeneration
         self.pushedThrough = pushedThrough
     }

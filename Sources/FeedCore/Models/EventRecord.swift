@@ -61,3 +61,25 @@ extension EventRecord {
         (kind == .liked || kind == .unliked) && !userID.isEmpty
     }
 }
+
+extension EventRecord {
+    /// A check value of what no later change to the log alters in this event — its kind, post, like count and commit
+    /// millisecond (not its user id, which an erasure scrubs) — the same in every process and on every machine: a
+    /// position kept outside a process (a replica's cursor) carries it, so that the source can tell whether its seq
+    /// still names this event. 32 bits of FNV-1a, as an `Int64`.
+    package var check: Int64 {
+        var hash: UInt32 = 2_166_136_261
+        func mix<Bytes: Sequence>(_ bytes: Bytes) where Bytes.Element == UInt8 {
+            for byte in bytes { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
+        }
+        mix(kind.rawValue.utf8)
+        mix([0])
+        mix((postID ?? "").utf8)
+        mix([0])
+        mix(String(likeCount ?? -1).utf8)
+        mix([0])
+        mix(String(Int64((at.timeIntervalSince1970 * 1000).rounded())).utf8)
+        return Int64(hash)
+    }
+}
+

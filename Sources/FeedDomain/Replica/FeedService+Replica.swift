@@ -165,7 +165,8 @@ extension FeedService {
             // A snapshot page that is not the last leaves the cursor (and the queue) as they were.
             if response.nextSnapshot != nil { return (true, handed) }
             if let number = response.lastMutation { events += try tables.confirm(through: number) }
-            try tables.store.recordPull(through: response.through, bulkGeneration: response.bulkGeneration, at: now)
+            try tables.store.recordPull(
+                through: response.through, check: response.throughCheck, bulkGeneration: response.bulkGeneration, at: now)
             return (true, nil)
         }
     }

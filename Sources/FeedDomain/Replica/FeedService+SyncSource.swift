@@ -129,7 +129,11 @@ extension FeedService {
                     return try Self.snapshotPage(at: snapshot, viewerKey: viewerKey, client: client, head: head, limit: limit, in: tx)
                 }
                 let position = request.after.map { SubscriberPosition(lastSeq: $0, bulkGeneration: request.bulkGeneration) }
-                if let position, position.lastSeq <= head, baseline.rebuildPoint(for: position) == nil {
+                // A cursor beyond the head, or whose seq now names another event than the replica's (the log was
+                // rewritten: a failover, a restore), is answered with a snapshot, as one the log cannot serve.
+                if let position, position.lastSeq <= head, baseline.rebuildPoint(for: position) == nil,
+                    try !Self.namesAnotherEvent(position.lastSeq, check: request.afterCheck, in: tx)
+                {
                     let events = try tx.syncSource.syncEvents(after: position.lastSeq, limit: limit)
                     // An erasure names nobody in the log: a snapshot shows the replica which user and posts are gone.
                     if events.contains(where: { $0.record.kind == .userDeleted }) {
@@ -141,7 +145,8 @@ extension FeedService {
                     return PullResponse(
                         changes: events.compactMap { Self.change(for: $0, viewer: userID) }, snapshot: nil, resync: false,
                         through: through, bulkGeneration: baseline.bulkGeneration, hasMore: events.count == limit,
-                        lastMutation: confirmed.flatMap { $0 > 0 ? $0 : nil })
+                        lastMutation: confirmed.flatMap { $0 > 0 ? $0 : nil },
+                        throughCheck: events.last.map(\.record.check) ?? request.afterCheck)
                 }
                 let start = SyncSnapshotPosition(through: head, bulkGeneration: baseline.bulkGeneration, resync: request.after != nil)
                 return try Self.snapshotPage(at: start, viewerKey: viewerKey, client: client, head: head, limit: limit, in: tx)
@@ -187,10 +192,19 @@ extension FeedService {
         // The last page confirms the mutations whose effect the snapshot's seq includes; later pages may show more,
         // which the log's replay from that seq confirms.
         let confirmed = done ? client.flatMap { $0.lastMutationSeq <= position.through ? $0.lastMutation : nil } : nil
+        let check = done && position.through > 0 ? try tx.events(after: position.through - 1, limit: 1).first : nil
         return PullResponse(
             changes: [], snapshot: SyncSnapshot(users: users, posts: posts), resync: position.resync, through: position.through,
             bulkGeneration: position.bulkGeneration, hasMore: !done || head > position.through,
-            lastMutation: confirmed.flatMap { $0 > 0 ? $0 : nil }, nextSnapshot: done ? nil : next)
+            lastMutation: confirmed.flatMap { $0 > 0 ? $0 : nil }, nextSnapshot: done ? nil : next,
+            throughCheck: check.flatMap { $0.seq == position.through ? $0.check : nil })
+    }
+
+    /// Whether the log's event at `seq` is not the one whose ``EventRecord/check`` a replica sent: its cursor stands on
+    /// another history of the log. `false` when the replica sent none, or the log has no event at `seq`.
+    private static func namesAnotherEvent(_ seq: Int64, check: Int64?, in tx: any FeedTransaction) throws -> Bool {
+        guard let check, seq > 0, let event = try tx.events(after: seq - 1, limit: 1).first, event.seq == seq else { return false }
+        return event.check != check
     }
 
     // MARK: - Helpers

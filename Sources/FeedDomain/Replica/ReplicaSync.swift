@@ -159,8 +159,8 @@ public final class ReplicaSync: Sendable {
         while true {
             let outbox = try await onReplica { () throws(FeedError) in try self.replica.replicaOutbox(limit: 0) }
             let request = PullRequest(
-                clientID: outbox.identity.clientID, after: outbox.cursor.syncedSeq, bulkGeneration: outbox.cursor.bulkGeneration,
-                limit: pullSize, snapshot: snapshot)
+                clientID: outbox.identity.clientID, after: outbox.cursor.syncedSeq, afterCheck: outbox.cursor.syncedCheck,
+                bulkGeneration: outbox.cursor.bulkGeneration, limit: pullSize, snapshot: snapshot)
             let response = try await retrying { () async throws(SyncError) in try await transport.pull(request) }
             try Self.checkVersion(response.version)
             let step = try await onReplica { [boundary] () throws(FeedError) in

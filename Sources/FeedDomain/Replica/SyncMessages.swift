@@ -105,6 +105,9 @@ public struct PullRequest: Sendable, Hashable, Codable {
     public var clientID: String
     /// The source seq the replica's state reflects; `nil` asks for a snapshot (a new replica).
     public var after: Int64?
+    /// The last answer's ``PullResponse/throughCheck``: lets the source tell whether `after` still names the event the
+    /// replica has (after a failover or a restore, it may name another); `nil` when the replica has none.
+    public var afterCheck: Int64?
     /// The source's bulk-load generation the replica's state includes (from the last response).
     public var bulkGeneration: Int64
     /// The most changes, or snapshot rows, to return (at most ``SyncProtocol/maximumPullSize``; 1,000 when `nil`).
@@ -115,12 +118,13 @@ public struct PullRequest: Sendable, Hashable, Codable {
 
     /// Creates a pull of this build's version.
     public init(
-        clientID: String, after: Int64?, bulkGeneration: Int64 = 0, limit: Int? = nil, snapshot: SyncSnapshotPosition? = nil,
-        version: Int = SyncProtocol.version
+        clientID: String, after: Int64?, afterCheck: Int64? = nil, bulkGeneration: Int64 = 0, limit: Int? = nil,
+        snapshot: SyncSnapshotPosition? = nil, version: Int = SyncProtocol.version
     ) {
         self.version = version
         self.clientID = clientID
         self.after = after
+        self.afterCheck = afterCheck
         self.bulkGeneration = bulkGeneration
         self.limit = limit
         self.snapshot = snapshot
@@ -274,6 +278,9 @@ public struct PullResponse: Sendable, Hashable, Codable {
     public var bulkGeneration: Int64
     /// Whether more follows: the snapshot's next page, or changes after `through`.
     public var hasMore: Bool
+    /// The ``EventRecord``'s check value of the source's event at ``through``, to send back as
+    /// ``PullRequest/afterCheck``; `nil` when the log has no event there (pruned, or bulk-loaded rows).
+    public var throughCheck: Int64?
     /// The highest mutation number of this client whose effect is in the state through ``through``; `nil` when the
     /// source has applied none, or the last one it applied lies after `through`.
     public var lastMutation: Int64?
@@ -284,9 +291,11 @@ public struct PullResponse: Sendable, Hashable, Codable {
     /// Creates a response of this build's version.
     public init(
         changes: [SyncChange], snapshot: SyncSnapshot?, resync: Bool, through: Int64, bulkGeneration: Int64,
-        hasMore: Bool, lastMutation: Int64?, nextSnapshot: SyncSnapshotPosition? = nil, version: Int = SyncProtocol.version
+        hasMore: Bool, lastMutation: Int64?, nextSnapshot: SyncSnapshotPosition? = nil, throughCheck: Int64? = nil,
+        version: Int = SyncProtocol.version
     ) {
         self.nextSnapshot = nextSnapshot
+        self.throughCheck = throughCheck
         self.version = version
         self.changes = changes
         self.snapshot = snapshot

@@ -34,13 +34,15 @@ extension SQLiteTransaction: ReplicaStore {
                 """
                 SELECT synced_seq, bulk_generation, pushed_through, last_sync_at, last_error,
                        (SELECT count(*) FROM replica_mutations WHERE rejected IS NULL),
-                       (SELECT count(*) FROM replica_mutations WHERE rejected IS NOT NULL)
+                       (SELECT count(*) FROM replica_mutations WHERE rejected IS NOT NULL),
+                       synced_check
                 FROM replica_state WHERE id = 1
                 """
             ) { row in
                 (
                     cursor: ReplicaCursor(
-                        syncedSeq: row.isNull(at: 3) ? nil : row.int64(at: 0), bulkGeneration: row.int64(at: 1),
+                        syncedSeq: row.isNull(at: 3) ? nil : row.int64(at: 0), syncedCheck: row.optionalInt64(at: 7),
+                        bulkGeneration: row.int64(at: 1),
                         pushedThrough: row.int64(at: 2)),
                     lastSyncAt: row.optionalInt64(at: 3).map { date(millis: $0) }, lastError: row.optionalString(at: 4),
                     pending: row.int(at: 5), rejected: row.int(at: 6)
@@ -59,11 +61,14 @@ extension SQLiteTransaction: ReplicaStore {
         }
     }
 
-    package func recordPull(through seq: Int64, bulkGeneration: Int64, at time: Date) throws {
+    package func recordPull(through seq: Int64, check: Int64?, bulkGeneration: Int64, at time: Date) throws {
         try connection.mapErrors {
             try connection.run(
-                "UPDATE replica_state SET synced_seq = ?, bulk_generation = ?, last_sync_at = ?, last_error = NULL WHERE id = 1",
-                seq, bulkGeneration, millis(time))
+                """
+                UPDATE replica_state SET synced_seq = ?, synced_check = ?, bulk_generation = ?, last_sync_at = ?, last_error = NULL
+                WHERE id = 1
+                """,
+                seq, check, bulkGeneration, millis(time))
         }
     }
 
