@@ -29,11 +29,16 @@ final class EventStream: @unchecked Sendable {
     let viewerID: String
     /// ``StreamHub/erasureCount`` before the stream's token was looked up.
     let erasuresBefore: Int
+    /// ``StreamHub/rewriteCount`` before the stream looked at the log: a rewrite found after it ends the stream.
+    let rewritesBefore: Int
     private let hub: StreamHub
     private let workers: WorkerPool
     private let lock = NSLock()
     /// The last seq written to `pending` or copied to the socket.
     private var cursor: Int64
+    /// The check of the log's event at `cursor` (``FeedCore/EventRecord/check``), once the stream read or copied it,
+    /// or from the `Last-Event-ID` it was asked for: each later read of the log or the tail starts by checking it.
+    private var cursorCheck: Int64?
     /// This stream's own bytes to send; `sent` of them are sent.
     private var pending: [UInt8] = []
     private var sent = 0
@@ -50,7 +55,12 @@ final class EventStream: @unchecked Sendable {
     private var endsAfter = Int64.max
     private var connection: OpaquePointer?
 
-    init(id: Int, viewerID: String, erasuresBefore: Int, after: Int64, hub: StreamHub, workers: WorkerPool) {
+    init(
+        id: Int, viewerID: String, erasuresBefore: Int, rewritesBefore: Int, after: Int64, afterCheck: Int64?, hub: StreamHub,
+        workers: WorkerPool
+    ) {
+        self.rewritesBefore = rewritesBefore
+        cursorCheck = afterCheck
         self.id = id
         self.viewerID = viewerID
         self.erasuresBefore = erasuresBefore
@@ -90,16 +100,21 @@ final class EventStream: @unchecked Sendable {
         wake()
     }
 
-    /// The log was rewritten (``StreamHub/rewritten(head:)``): the stream sends what it has, then `event:
-    /// historyRewritten` with its last id and the new log's head, and ends; the client starts again from the tables.
+    /// The stream was asked for after a position on another history of the log (its seq is beyond the head, or its id
+    /// names an event the log no longer holds under that seq): it sends `event: historyRewritten` and ends.
     func endRewritten(head: Int64) {
         lock.lock()
-        if !ending {
-            pending += Array("event: historyRewritten\ndata: {\"lastEventID\":\(cursor),\"head\":\(head)}\n\n".utf8)
-            ending = true
-        }
+        endRewrittenLocked(head: head)
         lock.unlock()
         wake()
+    }
+
+    /// Queues `event: historyRewritten` with the stream's last id and the new log's head, and ends after it (with
+    /// `lock` held).
+    private func endRewrittenLocked(head: Int64) {
+        guard !ending else { return }
+        pending += Array("event: historyRewritten\ndata: {\"lastEventID\":\(cursor),\"head\":\(head)}\n\n".utf8)
+        ending = true
     }
 
     /// Resumes the connection if it is suspended; otherwise its reader runs anyway.
@@ -137,22 +152,31 @@ final class EventStream: @unchecked Sendable {
             pending.removeAll(keepingCapacity: pending.count <= 16 << 10)
             sent = 0
             if ending { return Self.endOfStream }
+            if let head = hub.rewrite(since: rewritesBefore) {
+                // The log was rewritten since the stream began: nothing more of it is sent.
+                endRewrittenLocked(head: head)
+                continue
+            }
             if cursor >= endsAfter {
                 pending = Array("event: erased\ndata: {\"lastEventID\":\(cursor)}\n\n".utf8)
                 ending = true
                 continue
             }
-            switch hub.copy(after: cursor, through: endsAfter, for: viewerID, into: buffer, capacity: capacity) {
+            switch hub.copy(after: cursor, check: cursorCheck, through: endsAfter, for: viewerID, into: buffer, capacity: capacity) {
             case .stopping:
                 return Self.endOfStream
-            case .copied(let count, let through):
+            case .copied(let count, let through, let check):
+                if through > cursor { cursorCheck = check }
                 cursor = through
                 live = true
                 return count
-            case .oversized(let bytes, let seq):
+            case .oversized(let bytes, let seq, let check):
                 pending = bytes
                 cursor = seq
+                cursorCheck = check
                 live = true
+            case .rewritten(let head):
+                endRewrittenLocked(head: head)
             case .behind:
                 if live {
                     hub.metrics.streamsBehind.add()
@@ -184,22 +208,25 @@ final class EventStream: @unchecked Sendable {
     /// Reads the next page after the cursor from the log on a worker, suspended meanwhile.
     private func catchUp() -> Int {
         guard !catchingUp else { return suspend() }
-        let (from, last) = (cursor, endsAfter)
+        let (from, fromCheck, last) = (cursor, cursorCheck, endsAfter)
         let submitted = workers.submit { [self] stopping in
-            let (bytes, through, end) = stopping ? ([], from, Ending.stop) : readPage(after: from, through: last)
+            let (bytes, through, check, end) =
+                stopping ? ([], from, fromCheck, Ending.stop) : readPage(after: from, check: fromCheck, through: last)
             lock.lock()
             catchingUp = false
-            if ending {
-                // Ended meanwhile (the log was rewritten): what was read belongs to the old history.
+            if ending || hub.rewrite(since: rewritesBefore) != nil {
+                // Ended meanwhile, or the log was rewritten while the page was read: it may hold the new history.
                 lock.unlock()
                 wake()
                 return
             }
             pending.append(contentsOf: bytes)
+            if through > cursor { cursorCheck = check }
             cursor = max(cursor, through)
             switch end {
             case .none: break
             case .stop, .pruned: ending = true
+            case .rewritten(let head): endRewrittenLocked(head: head)
             case .failure: failed = true
             }
             lock.unlock()
@@ -215,29 +242,41 @@ final class EventStream: @unchecked Sendable {
     }
 
     private enum Ending {
-        case stop, pruned, failure
+        case stop, pruned, rewritten(head: Int64), failure
     }
 
-    /// One page of the log after `seq` and up to `last`, encoded for the viewer (on a worker, without `lock`).
-    private func readPage(after seq: Int64, through last: Int64) -> (bytes: [UInt8], through: Int64, end: Ending?) {
+    /// One page of the log after `seq` and up to `last`, encoded for the viewer (on a worker, without `lock`), with the
+    /// check of its last event. With `check`, the page starts at `seq` itself, whose event must still be the one read
+    /// before: otherwise the log was rewritten in between, and the stream ends with `event: historyRewritten`.
+    private func readPage(
+        after seq: Int64, check: Int64?, through last: Int64
+    ) -> (bytes: [UInt8], through: Int64, check: Int64?, end: Ending?) {
         let service = hub.service
         hub.metrics.catchUpReads.add()
         do {
-            let events = try service.events(after: seq, limit: Self.catchUpPage).filter { $0.seq <= last }
+            let verify = check != nil && seq > 0
+            var events = try service.events(after: verify ? seq - 1 : seq, limit: Self.catchUpPage + (verify ? 1 : 0))
+            if verify, let first = events.first, first.seq == seq {
+                guard first.check == check else { return ([], seq, check, .rewritten(head: try service.logHead())) }
+                events.removeFirst()
+            }
+            events = events.filter { $0.seq <= last }
             if let first = events.first, let final = events.last {
                 // Seqs are dense: a first event past `seq + 1` means the ones between were pruned.
-                if seq > 0, first.seq > seq + 1 { return (Self.pruned(through: first.seq - 1), seq, .pruned) }
+                if seq > 0, first.seq > seq + 1 { return (Self.pruned(through: first.seq - 1), seq, check, .pruned) }
                 var bytes: [UInt8] = []
                 for event in events { bytes += TailFrame.encode(event.seen(by: viewerID)) }
-                return (bytes, final.seq, nil)
+                return (bytes, final.seq, final.check, nil)
             }
-            // Nothing after `seq` although the tail is past it: pruned.
+            // Nothing after `seq` although the tail is past it: pruned, or the log's head is now below `seq`.
+            let head = try service.logHead()
+            if head < seq { return ([], seq, check, .rewritten(head: head)) }
             let prunedThrough = try service.backend.readOnce { tx in try tx.replayBaseline().prunedThrough }
-            if prunedThrough > seq { return (Self.pruned(through: prunedThrough), seq, .pruned) }
-            return ([], seq, .failure)
+            if prunedThrough > seq { return (Self.pruned(through: prunedThrough), seq, check, .pruned) }
+            return ([], seq, check, .failure)
         } catch {
             if !hub.isStopping { hub.log("an event stream's catch-up read failed: \(error)") }
-            return ([], seq, .failure)
+            return ([], seq, check, .failure)
         }
     }
 

@@ -185,7 +185,7 @@ package enum LivePage {
           for (let delay = 1000; ; delay = Math.min(2 * delay, 10000)) {
             try {
               const r = await fetch('/api/events', {signal: ctl.signal, cache: 'no-store', headers:
-                {Authorization: 'Bearer ' + S.token, 'Last-Event-ID': S.seq, Accept: 'text/event-stream'}});
+                {Authorization: 'Bearer ' + S.token, 'Last-Event-ID': lastID(), Accept: 'text/event-stream'}});
               if (r.status == 401) {
                 live('closed', '○ sign in for live updates');
                 return say((await r.json().catch(() => ({}))).error || 'the token was refused');
@@ -203,8 +203,7 @@ package enum LivePage {
             if (ctl.signal.aborted) return;
           }
         }
-        // Server-sent events: `id:`, `event:` and `data:` lines (`:` starts a comment), an event dispatched at each blank
-        // line; returns how the stream ended: 'end', 'historyPruned' or 'erased'.
+        // Server-sent events: `id:`, `event:`, `data:` lines, dispatched at each blank line; returns how the stream ended.
         async function read(reader) {
           const text = new TextDecoder();
           let rest = '', type = '', data = null, id = null;
@@ -215,7 +214,7 @@ package enum LivePage {
             rest = lines.pop();
             for (const line of lines.map((l) => l.replace(/\r$/, ''))) {
               if (!line) {
-                if (/^\d+$/.test(id)) S.seq = Math.max(S.seq, +id);
+                if (/^\d+(\.[0-9a-f]{8})?$/.test(id) && parseInt(id) >= S.seq) { S.seq = parseInt(id); S.lastID = id; }
                 if (data != null && dispatch(type || 'message', data)) return type;
                 type = ''; data = null;
                 continue;
@@ -228,8 +227,9 @@ package enum LivePage {
             }
           }
         }
-        // Returns true when the stream is to be left: the history after it was pruned or rewritten, or this page's user was erased. A
-        // stream that ends with `behind` (this page fell too far behind) is resumed like any other, after the last id seen.
+        // The last id (seq.check), or the seq once the page moved past it.
+        const lastID = () => S.lastID && parseInt(S.lastID) == S.seq ? S.lastID : String(S.seq);
+        // True when the stream is to be left (history pruned or rewritten, user erased); `behind` resumes like any end.
         function dispatch(type, data) {
           if (type == 'message') try { onEvent(JSON.parse(data)); } catch (e) { say(e.message); }
           return type == 'historyPruned' || type == 'historyRewritten' || type == 'erased';
@@ -250,7 +250,7 @@ package enum LivePage {
         async function start() {
           if (S.ctl) S.ctl.abort();
           const ctl = S.ctl = new AbortController();
-          S.posts.clear(); S.els.clear(); S.cursor = null;
+          S.posts.clear(); S.els.clear(); S.cursor = null; S.lastID = null;
           delete $('erase').dataset.armed; $('erase').textContent = 'Delete my account';
           $('feed').replaceChildren();
           show(null);

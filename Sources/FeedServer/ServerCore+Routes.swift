@@ -46,21 +46,47 @@ extension ServerCore {
         return .answer(answer(route, userID: userID, context: context))
     }
 
-    /// The stream of `userID` after `Last-Event-ID` or `after`.
+    /// The stream of `userID` after `Last-Event-ID` or `after`: a seq, or an event's id (`SEQ.CHECK`).
     private func openEventStream(for userID: String, erasuresBefore: Int, context: RequestContext) -> RequestContext.Outcome {
         var after: Int64 = 0
+        var check: Int64?
         if let given = context.after {
-            guard let parsed = Int64(given), parsed >= 0 else {
-                return .answer(.error(400, code: "invalidRequest", "invalid seq \(FeedError.quoted(given)): pass a seq, 0 or more"))
+            let parts = given.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+            let parsedCheck =
+                parts.count == 2 && parts[1].count == 8 && parts[1].allSatisfy(\.isHexDigit) ? Int64(parts[1], radix: 16) : nil
+            guard let parsed = Int64(parts[0]), parsed >= 0, parts.count == 1 || parsedCheck != nil else {
+                return .answer(
+                    .error(400, code: "invalidRequest", "invalid seq \(FeedError.quoted(given)): pass a seq, 0 or more, or an event's id"))
             }
             after = parsed
+            check = parsedCheck
         }
+        // Counts the log's rewrites before it looks at the log: one found from here on ends it.
+        let rewrites = hub.rewriteCount
+        // A seq beyond the log's head, or an id whose seq now names another event, was in another history of the log
+        // (before a failover or a restore): the stream says so at once rather than go on from it.
+        let position = Self.position(after: after, check: check, viewerID: userID, service: service, tailHead: hub.tailHead)
         let stream = EventStream(
-            id: hub.makeStreamID(), viewerID: userID, erasuresBefore: erasuresBefore, after: after, hub: hub, workers: workers)
-        // A seq beyond the log's head was in another history of the log (before a failover or a restore): the stream
-        // says so at once rather than wait for that seq to name another event.
-        if after > hub.tailHead, let head = try? service.logHead(), head < after { stream.endRewritten(head: head) }
+            id: hub.makeStreamID(), viewerID: userID, erasuresBefore: erasuresBefore, rewritesBefore: rewrites, after: after,
+            afterCheck: position.check, hub: hub, workers: workers)
+        if let head = position.rewrittenHead { stream.endRewritten(head: head) }
         return .stream(stream)
+    }
+
+    /// Where a stream asked for after `seq` (with `check`, from an event's id) stands: on another history of the log —
+    /// `seq` is beyond the head, or the event there is not the one the id names as `viewerID` saw it — with the log's
+    /// head; or on this one, with the check of the log's event at `seq` when the id named it. Neither when the log
+    /// cannot be read now (the stream's reads then fail and the client retries).
+    private static func position(
+        after seq: Int64, check: Int64?, viewerID: String, service: FeedService, tailHead: Int64
+    ) -> (rewrittenHead: Int64?, check: Int64?) {
+        guard seq > 0, check != nil || seq > tailHead else { return (nil, nil) }
+        if let check, let event = try? service.events(after: seq - 1, limit: 1).first, event.seq == seq {
+            guard event.seen(by: viewerID).check != check else { return (nil, event.check) }
+            return (try? service.logHead(), nil)
+        }
+        guard let head = try? service.logHead(), head < seq else { return (nil, nil) }
+        return (head, nil)
     }
 
     /// Answers `GET /api/events` with the stream a worker opened: a callback response whose reader is the stream

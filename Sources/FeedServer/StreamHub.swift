@@ -5,6 +5,9 @@ internal import Foundation
 /// One event of the shared tail, encoded once per visibility as a complete server-sent event (`id:` and `data:`).
 struct TailFrame: Sendable {
     let seq: Int64
+    /// The log event's ``FeedCore/EventRecord/check``: a stream that read up to this seq from the log checks that the
+    /// tail holds the same event.
+    let check: Int64
     /// The user who sees ``own``; empty when everyone sees ``shared``.
     let ownerID: String
     /// The event as every other viewer sees it (``FeedCore/EventRecord/seen(by:)``).
@@ -16,6 +19,7 @@ struct TailFrame: Sendable {
 
     init(_ event: EventRecord) {
         seq = event.seq
+        check = event.check
         committed = event.at
         // Shown to everyone as `seen(by: nil)`: an erased user's unlike (no user id) is a count change, as in a catch-up.
         shared = Self.encode(event.seen(by: nil))
@@ -32,9 +36,16 @@ struct TailFrame: Sendable {
         !ownerID.isEmpty && ownerID == viewerID ? own : shared
     }
 
-    /// `id: SEQ`, `data: JSON`, a blank line.
+    /// `id: SEQ.CHECK`, `data: JSON`, a blank line.
     static func encode(_ event: EventRecord) -> [UInt8] {
-        Array("id: \(event.seq)\ndata: \(JSONShapes.event(event).rendered)\n\n".utf8)
+        Array("id: \(TailFrame.id(of: event))\ndata: \(JSONShapes.event(event).rendered)\n\n".utf8)
+    }
+
+    /// An event's SSE id: its seq, a dot, and its ``EventRecord/check`` in eight hex digits, so that a client
+    /// reconnecting with it as `Last-Event-ID` is told when that seq now names another event (a rewritten log).
+    static func id(of event: EventRecord) -> String {
+        let hex = String(event.check, radix: 16)
+        return "\(event.seq).\(String(repeating: "0", count: max(0, 8 - hex.count)))\(hex)"
     }
 }
 
@@ -73,6 +84,9 @@ final class StreamHub: @unchecked Sendable {
     private var erasures = 0
     /// The tail's last event, to check that the log still holds it before reading on.
     private var lastEvent: EventRecord?
+    /// Rewrites of the log found so far, and the new log's head at the last one.
+    private var rewrites = 0
+    private var rewriteHead: Int64 = 0
 
     let service: FeedService
     let capacity: Int
@@ -143,10 +157,24 @@ final class StreamHub: @unchecked Sendable {
         return lastSeq
     }
 
+    /// Rewrites of the log found so far: a stream takes the count before it looks at the log.
+    var rewriteCount: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return rewrites
+    }
+
+    /// The new log's head when the log was rewritten since `count` (``rewriteCount``); `nil` otherwise.
+    func rewrite(since count: Int) -> Int64? {
+        condition.lock()
+        defer { condition.unlock() }
+        return rewrites > count ? rewriteHead : nil
+    }
+
     /// The log was rewritten under the server (a failover to a standby that lacked the last commits, or a restore):
-    /// the tail restarts after `head`, the new log's last seq, and every open stream ends with `event:
-    /// historyRewritten`, so that its client starts again from the tables instead of going on from a seq that now
-    /// names another event.
+    /// the tail restarts after `head`, the new log's last seq, and every stream that began before ends with `event:
+    /// historyRewritten` (its reader finds the rewrite when woken, before it copies or reads anything more), so that
+    /// its client starts again from the tables instead of going on from a seq that now names another event.
     func rewritten(head: Int64) {
         condition.lock()
         frames.removeAll()
@@ -154,13 +182,15 @@ final class StreamHub: @unchecked Sendable {
         firstSeq = head + 1
         announced = head
         lastEvent = nil
+        rewrites += 1
+        rewriteHead = head
         let all = Array(streams.values)
         condition.unlock()
         metrics.lastSeq.set(head)
         log(
             "the log was rewritten (a failover or a restore): the event streams go on after seq \(head); \(all.count) open streams were ended"
         )
-        for stream in all { stream.endRewritten(head: head) }
+        for stream in all { stream.wake() }
     }
 
     /// A new stream's id.
@@ -198,10 +228,13 @@ final class StreamHub: @unchecked Sendable {
 
     /// What a stream's reader gets from the tail.
     enum Read {
-        /// `count` bytes were copied: whole frames through `through`.
-        case copied(count: Int, through: Int64)
+        /// `count` bytes were copied: whole frames through `through`, whose event's check is `check`.
+        case copied(count: Int, through: Int64, check: Int64)
         /// The next frame does not fit in the buffer: its bytes, to send from the stream's own buffer.
-        case oversized([UInt8], seq: Int64)
+        case oversized([UInt8], seq: Int64, check: Int64)
+        /// The tail holds another event at the cursor than the one the stream read from the log: the log was rewritten
+        /// in between; `head` is the tail's last seq.
+        case rewritten(head: Int64)
         /// Nothing after the cursor yet; `generation` counts heartbeats.
         case nothing(generation: Int)
         /// The cursor is older than the tail.
@@ -211,8 +244,11 @@ final class StreamHub: @unchecked Sendable {
     }
 
     /// Copies the frames after `cursor` and up to `through`, as `viewerID` sees them, into `buffer` (on an I/O thread).
+    /// `check` is the check of the log's event at `cursor` as the stream last read it, when it knows it: a tail that
+    /// holds another event there answers ``Read/rewritten(head:)``.
     func copy(
-        after cursor: Int64, through last: Int64 = .max, for viewerID: String, into buffer: UnsafeMutableRawPointer, capacity: Int
+        after cursor: Int64, check: Int64? = nil, through last: Int64 = .max, for viewerID: String, into buffer: UnsafeMutableRawPointer,
+        capacity: Int
     ) -> Read {
         var latencies: [Double] = []
         let now = Date()
@@ -222,14 +258,16 @@ final class StreamHub: @unchecked Sendable {
             if stopping { return .stopping }
             if cursor >= lastSeq { return .nothing(generation: generation) }
             if cursor + 1 < firstSeq { return .behind }
+            if let check, cursor >= firstSeq, frames[Int(cursor - firstSeq)].check != check { return .rewritten(head: lastSeq) }
             var index = Int(cursor + 1 - firstSeq)
             var count = 0
             var through = cursor
+            var throughCheck = check ?? 0
             while index < frames.count, frames[index].seq <= last {
                 let frame = frames[index]
                 let bytes = frame.bytes(for: viewerID)
                 if count + bytes.count > capacity {
-                    if count == 0 { return .oversized(bytes, seq: frame.seq) }
+                    if count == 0 { return .oversized(bytes, seq: frame.seq, check: frame.check) }
                     break
                 }
                 bytes.withUnsafeBytes { source in
@@ -237,10 +275,11 @@ final class StreamHub: @unchecked Sendable {
                 }
                 count += bytes.count
                 through = frame.seq
+                throughCheck = frame.check
                 latencies.append(max(0, now.timeIntervalSince(frame.committed)))
                 index += 1
             }
-            return .copied(count: count, through: through)
+            return .copied(count: count, through: through, check: throughCheck)
         }()
         for latency in latencies { metrics.deliveryLatency.observe(latency) }
         if !latencies.isEmpty { metrics.streamEvents.add(Int64(latencies.count)) }

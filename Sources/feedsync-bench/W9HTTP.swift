@@ -165,7 +165,8 @@ final class SSEFollower: Sendable {
                     if let name { newNames.append(name) } else if let id { newSeqs.append(id) }
                     (id, name) = (nil, nil)
                 } else if line.starts(with: Self.idPrefix) {
-                    id = Int64(String(decoding: line.dropFirst(4), as: UTF8.self))
+                    // `SEQ.CHECK`: the seq is what the workload counts.
+                    id = Int64(String(decoding: line.dropFirst(4).prefix { $0 != UInt8(ascii: ".") }, as: UTF8.self))
                 } else if line.starts(with: Self.eventPrefix) {
                     name = String(decoding: line.dropFirst(7), as: UTF8.self)
                 }

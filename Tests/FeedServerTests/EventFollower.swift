@@ -53,7 +53,7 @@ final class EventFollower: @unchecked Sendable {
     }
 
     /// The seqs of the data events so far.
-    var seqs: [Int64] { received.compactMap { $0.name == nil ? $0.id.flatMap { Int64($0) } : nil } }
+    var seqs: [Int64] { received.compactMap { $0.name == nil ? $0.id.flatMap { Int64($0.prefix { $0 != "." }) } : nil } }
 
     /// Keep-alive comments so far.
     var commentCount: Int {

@@ -24,7 +24,7 @@ import Testing
         #expect(lastEventIDWins.wait { $0.seqs == [6] })
         let first = try #require(fromStart.received.first)
         let logged = try sut.service.events(after: 0, limit: 1)[0]
-        #expect(first.id == "1")
+        #expect(first.id == "1." + String(format: "%08x", logged.check), "the id is the seq and the event's check")
         #expect(first.data == JSONShapes.event(logged).rendered)
         #expect(first.data.hasPrefix(#"{"seq":1,"kind":"userCreated","postID":null,"userID":"alice","likeCount":null,"at":"20"#))
 

@@ -22,7 +22,7 @@ import Testing
         // The event stream is read with fetch and the token in a header: EventSource cannot send one, and a token never
         // goes in a URL.
         #expect(!html.contains("new EventSource") && !html.contains("token="))
-        #expect(html.contains("fetch('/api/events'") && html.contains("Authorization: 'Bearer ' + S.token, 'Last-Event-ID': S.seq"))
+        #expect(html.contains("fetch('/api/events'") && html.contains("Authorization: 'Bearer ' + S.token, 'Last-Event-ID': lastID()"))
         for testID in ["feed", "like-button", "delete-button", "back", "status", "live", "detail-count"] {
             #expect(html.contains("data-testid=\"\(testID)\""), "data-testid \(testID)")
         }

@@ -311,7 +311,7 @@ final class CurlEventStream: Sendable {
         var ended = false
 
         /// The seqs of the data events.
-        var seqs: [Int64] { events.compactMap { $0.name == nil ? $0.id.flatMap { Int64($0) } : nil } }
+        var seqs: [Int64] { events.compactMap { $0.name == nil ? $0.id.flatMap { Int64($0.prefix { $0 != "." }) } : nil } }
     }
 
     private let state = StreamState()

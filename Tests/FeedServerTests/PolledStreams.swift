@@ -49,7 +49,7 @@ final class PolledStreams {
         fileprivate(set) var closedByClient = false
 
         /// The seqs of the data events (unnamed, with an `id:`), in the order received.
-        var seqs: [Int64] { events.compactMap { $0.name == nil ? $0.id.flatMap { Int64($0) } : nil } }
+        var seqs: [Int64] { events.compactMap { $0.name == nil ? $0.id.flatMap { Int64($0.prefix { $0 != "." }) } : nil } }
 
         /// The answer so far as a response (a refusal's body is complete once the stream ``ended``).
         var response: HTTPTestResponse? { status.map { HTTPTestResponse(status: $0, headers: headers, body: Data(body)) } }

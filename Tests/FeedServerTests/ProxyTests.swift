@@ -51,14 +51,14 @@ import Testing
             let arrivals = zip(streams, names).compactMap { stream, name in
                 let arrived = stream.wait { $0.seqs.contains(like.seq) }
                 #expect(arrived, "the stream \(name) has \(stream.seqs), not \(like.seq)")
-                return stream.snapshot.events.first { $0.id == String(like.seq) }?.arrived
+                return stream.snapshot.events.first { $0.id?.hasPrefix("\(like.seq).") == true }?.arrived
             }
             try #require(arrivals.count == streams.count, "the like of \(post) (seq \(like.seq)) reached only some streams")
             let last = try #require(arrivals.max())
             // From the like's commit (the event's `at`, stamped by the instance that ran it) to its arrival on the last
             // of the three streams: the time the like takes to reach every stream, whatever the machine's load made
             // the request itself take.
-            let events = streams.compactMap { $0.snapshot.events.first { $0.id == String(like.seq) } }
+            let events = streams.compactMap { $0.snapshot.events.first { $0.id?.hasPrefix("\(like.seq).") == true } }
             let committed = try #require(events.first.flatMap { Self.committedAt($0.data) }, "the event has no at")
             let lastArrival = try #require(events.map(\.arrivedAt).max())
             let reach = lastArrival.timeIntervalSince(committed)

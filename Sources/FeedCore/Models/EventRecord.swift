@@ -82,4 +82,3 @@ extension EventRecord {
         return Int64(hash)
     }
 }
-
