@@ -123,9 +123,10 @@ import Testing
         let erasure = try sut.service.deleteUser(userID: "erin")
         #expect(erasure.seq == 8)
         #expect(erin.wait { $0.isEnded })
+        #expect(erin.received.first?.id?.hasPrefix("8.") == true)
         #expect(
             erin.received == [
-                EventFollower.Event(id: "8", name: nil, data: erin.received.first?.data ?? ""),
+                EventFollower.Event(id: erin.received.first?.id ?? "", name: nil, data: erin.received.first?.data ?? ""),
                 EventFollower.Event(id: nil, name: "erased", data: #"{"lastEventID":8}"#),
             ])
         #expect(erin.received.first?.data.contains(#""kind":"userDeleted""#) == true)
