@@ -45,7 +45,8 @@ struct HerdStream {
             if value.first == 32 { value = value.dropFirst() }
             let field = String(decoding: line[..<colon], as: UTF8.self)
             hasFields = true
-            if field == "id" { id = Int64(String(decoding: value, as: UTF8.self)) }
+            // `SEQ.CHECK`: the seq is what the herd checks.
+            if field == "id" { id = Int64(String(decoding: value.prefix { $0 != 46 }, as: UTF8.self)) }
             if field == "event" { name = String(decoding: value, as: UTF8.self) }
         }
         text.removeFirst(lineStart)
