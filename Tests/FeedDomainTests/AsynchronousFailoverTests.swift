@@ -14,27 +14,17 @@ import Testing
 // Blocks: runs `feedsync` and `.ci/postgres-server.sh` as child processes and waits for them.
 @Suite(.serialized, .ownThreads) struct AsynchronousFailoverTests {
     @Test func followersOfALogRewrittenByAFailoverAreToldAndNoneGoesOn() throws {
-        guard let parent = try PostgresFaultTests.restartableServerParent() else { return }
-        let cli = URL(fileURLWithPath: try benchExecutable()).deletingLastPathComponent().appendingPathComponent("feedsync").path
-        let tag = String(UInt32.random(in: 0...UInt32.max), radix: 16)
-        let primaryDir = parent + "/primary-" + tag, standbyDir = parent + "/standby-" + tag
-        let primary = try PostgresFaultTests.script(["start", primaryDir], timeout: 60)
-        defer { _ = try? PostgresFaultTests.script(["stop", primaryDir], timeout: 60) }
-        let home = TemporaryDirectory("feedsync-async-failover")
-        let environment = ["PATH": "/usr/bin:/bin", "HOME": home.path, "LANG": "C.UTF-8"]
-        func feedsync(_ arguments: String...) throws -> (status: Int32, stdout: String, stderr: String) {
-            try SpawnedProcess.run(cli, arguments, environment: environment)
-        }
-        #expect(try feedsync("--db", primary, "seed", "--posts", "10", "--users", "5", "--likes", "0").status == 0)
-        let standbyPort = try PostgresFaultTests.script(["standby", standbyDir, primaryDir], timeout: 120)
-        defer { _ = try? PostgresFaultTests.script(["stop", standbyDir], timeout: 60) }
-        let components = try #require(URLComponents(string: primary))
-        let primaryPort = try #require(components.port)
-        let password = try #require(components.password)
-        let standby = primary.replacingOccurrences(of: ":\(primaryPort)/", with: ":\(standbyPort)/")
-        let both =
-            "postgresql://\(components.user ?? ""):\(password)@127.0.0.1:\(primaryPort),127.0.0.1:\(standbyPort)"
-            + "\(components.path)?target_session_attrs=read-write&connect_timeout=2"
+        guard
+            let pair = try StandbyPair(
+                "async-failover",
+                prepare: { primary throws in
+                    #expect(
+                        try primary.feedsync("--db", primary.primary, "seed", "--posts", "10", "--users", "5", "--likes", "0").status == 0)
+                })
+        else { return }
+        // The servers go when the pair is released: not before the test ends.
+        defer { withExtendedLifetime(pair) {} }
+        let (cli, environment, both, password) = (pair.cli, pair.environment, pair.both, pair.password)
 
         // The followers, all on the one multi-host URL.
         let cliFollower = try Child(cli, ["--db", both, "events", "--follow", "--json"], environment: environment, capturingErrors: true)
@@ -74,13 +64,9 @@ import Testing
             }
         }
         defer { stream.cancel() }
-        func seqs(_ lines: [String]) -> [Int64] {
-            lines.compactMap { line in
-                line.range(of: #""seq":(\d+)"#, options: .regularExpression).flatMap { Int64(line[$0].dropFirst(6)) }
-            }
-        }
+        let seqs = StandbyPair.seqs
         func like(_ user: String, _ post: String, on location: String) throws -> Int64? {
-            let result = try feedsync("--db", location, "--user", user, "like", post, "--json")
+            let result = try pair.feedsync("--db", location, "--user", user, "like", post, "--json")
             guard result.status == 0 else { return nil }
             return seqs([result.stdout]).first
         }
@@ -89,14 +75,14 @@ import Testing
         _ = try like("user1", "post1", on: both)
         let replicatedHead = try #require(try like("user1", "post2", on: both))
         let replayed = eventually(seconds: 30) {
-            (try? feedsync("--db", standby, "status", "--json").stdout.contains("\"lastSeq\":\(replicatedHead)")) ?? false
+            (try? pair.feedsync("--db", pair.standby, "status", "--json").stdout.contains("\"lastSeq\":\(replicatedHead)")) ?? false
         }
         #expect(replayed, "the standby replays seq \(replicatedHead)")
 
         // The standby goes down; the primary acknowledges three likes it will never send.
-        try PostgresFaultTests.script(["halt", standbyDir], timeout: 60)
+        try pair.script("halt", pair.standbyDir)
         var lost: [Int64] = []
-        for post in ["post3", "post4", "post5"] { lost.append(try #require(try like("user2", post, on: primary))) }
+        for post in ["post3", "post4", "post5"] { lost.append(try #require(try like("user2", post, on: pair.primary))) }
         let oldHead = try #require(lost.last)
         #expect(cliFollower.lines.wait(seconds: 30) { seqs($0).last == oldHead }, "events --follow prints through \(oldHead)")
         #expect(streamed.wait(seconds: 30) { $0.last == oldHead }, "the stream hands out through \(oldHead)")
@@ -104,9 +90,9 @@ import Testing
 
         // The primary's machine dies; the standby comes back without those commits and is promoted.
         let clock = ContinuousClock()
-        try PostgresFaultTests.script(["halt", primaryDir], timeout: 60)
-        try PostgresFaultTests.script(["resume", standbyDir, standbyPort], timeout: 60)
-        try PostgresFaultTests.script(["promote", standbyDir], timeout: 90)
+        try pair.script("halt", pair.primaryDir)
+        try pair.script("resume", pair.standbyDir, pair.standbyPort)
+        try pair.script("promote", pair.standbyDir)
         let promoted = clock.now
         // New likes take the lost seqs: other users, other posts.
         var reassigned: [Int64] = []
@@ -148,7 +134,7 @@ import Testing
             row[1] == .text(event.kind.rawValue) && row[3] == .integer(Int64((event.at.timeIntervalSince1970 * 1000).rounded()))
         }
         #expect(matches, "the subscriber's effects are the new primary's events")
-        #expect(try feedsync("--db", both, "check").status == 0)
+        #expect(try pair.feedsync("--db", both, "check").status == 0)
         print(
             "AsynchronousFailoverTests: \(lost.count) acknowledged likes lost (seqs \(lost)), seqs \(reassigned) reassigned; "
                 + "events --follow ended with status 66 \(followerDone) after the promotion")

@@ -131,7 +131,12 @@ import Testing
         let log = try rewriter.events(after: lastRewrite.head)
         #expect(tail.count == log.count && zip(tail, log).allSatisfy { $0.isSameEvent(as: $1) }, "the new history as the log holds it")
         #expect(streamError.wait(seconds: 30) { !$0.isEmpty })
-        if case .historyRewritten? = streamError.values.first {} else { Issue.record("the stream ended with \(streamError.values)") }
+        // The stream ends with a resync signal: the rewrite, or — when the bridge rebased past the stretch the stream
+        // still had to read and that stretch's log read came back short under this load — a hole in its history.
+        switch streamError.values.first {
+        case .historyRewritten?, .historyPruned?: break
+        default: Issue.record("the stream ended with \(streamError.values)")
+        }
         print(
             "HistoryRewriteStressTests[\(backend)]: \(deliveries.count - rewrites.count) events and \(rewrites.count) rewrites "
                 + "delivered (\(rewrites.map { "\($0.after)→\($0.head)" }.joined(separator: ", "))), head \(head)")

@@ -11,24 +11,18 @@ import Testing
 // Blocks: runs `feedsync` and `.ci/postgres-server.sh` as child processes and waits for them.
 @Suite(.serialized, .ownThreads) struct StandbyTests {
     @Test func aStandbySaysSoRefusesWritesInOneLineAndTakesThemOncePromoted() throws {
-        guard let parent = try PostgresFaultTests.restartableServerParent() else { return }
-        let cli = URL(fileURLWithPath: try benchExecutable()).deletingLastPathComponent().appendingPathComponent("feedsync").path
-        let tag = String(UInt32.random(in: 0...UInt32.max), radix: 16)
-        let primaryDir = parent + "/primary-" + tag, standbyDir = parent + "/standby-" + tag
-        let primary = try PostgresFaultTests.script(["start", primaryDir], timeout: 60)
-        defer { _ = try? PostgresFaultTests.script(["stop", primaryDir], timeout: 60) }
-        let home = TemporaryDirectory("feedsync-standby")
-        func feedsync(_ arguments: String...) throws -> (status: Int32, stdout: String, stderr: String) {
-            try SpawnedProcess.run(cli, arguments, environment: ["PATH": "/usr/bin:/bin", "HOME": home.path, "LANG": "C.UTF-8"])
-        }
-        let seeded = try feedsync("--db", primary, "seed", "--posts", "20", "--users", "5", "--likes", "10")
-        #expect(seeded.status == 0, "\(seeded.stderr)")
-
-        let standbyPort = try PostgresFaultTests.script(["standby", standbyDir, primaryDir], timeout: 120)
-        defer { _ = try? PostgresFaultTests.script(["stop", standbyDir], timeout: 60) }
-        let primaryPort = try #require(URLComponents(string: primary)?.port)
-        let standby = primary.replacingOccurrences(of: ":\(primaryPort)/", with: ":\(standbyPort)/")
-        let password = try #require(URLComponents(string: primary)?.password)
+        guard
+            let pair = try StandbyPair(
+                "standby",
+                prepare: { primary throws in
+                    let seeded = try primary.feedsync("--db", primary.primary, "seed", "--posts", "20", "--users", "5", "--likes", "10")
+                    #expect(seeded.status == 0, "\(seeded.stderr)")
+                })
+        else { return }
+        // The servers go when the pair is released: not before the test ends.
+        defer { withExtendedLifetime(pair) {} }
+        let (primary, standby, standbyPort, password) = (pair.primary, pair.standby, pair.standbyPort, pair.password)
+        let feedsync = pair.feedsync
 
         // A like on the primary reaches the standby (streaming, asynchronous): wait for it, bounded.
         #expect(try feedsync("--db", primary, "--user", "user1", "like", "post1").status == 0)
@@ -55,18 +49,17 @@ import Testing
 
         // Both servers in one URL, the standby first: libpq skips it for the primary, and the like commits there.
         let components = try #require(URLComponents(string: primary))
-        let path = components.path
         let multiHost =
-            "postgresql://\(components.user ?? ""):\(password)@127.0.0.1:\(standbyPort),127.0.0.1:\(primaryPort)\(path)"
-            + "?target_session_attrs=read-write"
+            "postgresql://\(components.user ?? ""):\(password)@127.0.0.1:\(standbyPort),127.0.0.1:\(pair.primaryPort)"
+            + "\(components.path)?target_session_attrs=read-write"
         let liked = try feedsync("--db", multiHost, "--user", "user2", "like", "post1", "--json")
         #expect(liked.status == 0, "\(liked.stderr)")
         #expect(liked.stdout.contains("\"changed\":true"))
         let reached = try feedsync("--db", multiHost, "status")
-        #expect(reached.stdout.contains("127.0.0.1:\(primaryPort) (primary)"), "\(reached.stdout)")
+        #expect(reached.stdout.contains("127.0.0.1:\(pair.primaryPort) (primary)"), "\(reached.stdout)")
 
         // Promoted, the standby takes writes: the same command now commits there.
-        try PostgresFaultTests.script(["promote", standbyDir], timeout: 90)
+        try pair.script("promote", pair.standbyDir)
         let promoted = try feedsync("--db", standby, "--user", "user3", "like", "post2")
         #expect(promoted.status == 0, "\(promoted.stderr)")
         #expect(try feedsync("--db", standby, "status").stdout.contains("127.0.0.1:\(standbyPort) (primary)"))
@@ -78,35 +71,22 @@ import Testing
     /// primary, and an `events --follow` started before the failover prints the new like — each seq once, in order —
     /// without being restarted.
     @Test func writersAndAFollowerGoOnToThePromotedStandbyByThemselves() throws {
-        guard let parent = try PostgresFaultTests.restartableServerParent() else { return }
-        let cli = URL(fileURLWithPath: try benchExecutable()).deletingLastPathComponent().appendingPathComponent("feedsync").path
-        let tag = String(UInt32.random(in: 0...UInt32.max), radix: 16)
-        let primaryDir = parent + "/primary-" + tag, standbyDir = parent + "/standby-" + tag
-        let primary = try PostgresFaultTests.script(["start", primaryDir], timeout: 60)
-        defer { _ = try? PostgresFaultTests.script(["stop", primaryDir], timeout: 60) }
-        let home = TemporaryDirectory("feedsync-failover")
-        let environment = ["PATH": "/usr/bin:/bin", "HOME": home.path, "LANG": "C.UTF-8"]
-        func feedsync(_ arguments: String...) throws -> (status: Int32, stdout: String, stderr: String) {
-            try SpawnedProcess.run(cli, arguments, environment: environment)
-        }
-        #expect(try feedsync("--db", primary, "seed", "--posts", "20", "--users", "5", "--likes", "0").status == 0)
-        let standbyPort = try PostgresFaultTests.script(["standby", standbyDir, primaryDir], timeout: 120)
-        defer { _ = try? PostgresFaultTests.script(["stop", standbyDir], timeout: 60) }
-        let components = try #require(URLComponents(string: primary))
-        let primaryPort = try #require(components.port)
-        let password = try #require(components.password)
-        let standby = primary.replacingOccurrences(of: ":\(primaryPort)/", with: ":\(standbyPort)/")
-        let both =
-            "postgresql://\(components.user ?? ""):\(password)@127.0.0.1:\(primaryPort),127.0.0.1:\(standbyPort)"
-            + "\(components.path)?target_session_attrs=read-write&connect_timeout=2"
+        guard
+            let pair = try StandbyPair(
+                "failover",
+                prepare: { primary throws in
+                    #expect(
+                        try primary.feedsync("--db", primary.primary, "seed", "--posts", "20", "--users", "5", "--likes", "0").status == 0)
+                })
+        else { return }
+        // The servers go when the pair is released: not before the test ends.
+        defer { withExtendedLifetime(pair) {} }
+        let (cli, environment, both, standby, password) = (pair.cli, pair.environment, pair.both, pair.standby, pair.password)
+        let feedsync = pair.feedsync
+        let seqs = StandbyPair.seqs
 
         let follower = try Child(cli, ["--db", both, "events", "--follow", "--json"], environment: environment, capturingErrors: true)
         defer { follower.kill() }
-        func seqs(_ lines: [String]) -> [Int64] {
-            lines.compactMap { line in
-                line.range(of: #""seq":(\d+)"#, options: .regularExpression).flatMap { Int64(line[$0].dropFirst(6)) }
-            }
-        }
         let first = try feedsync("--db", both, "--user", "user1", "like", "post1", "--json")
         #expect(first.status == 0, "\(first.stderr)")
         #expect(follower.lines.wait(seconds: 30) { seqs($0).count == 1 }, "the follower prints the first like")
@@ -118,9 +98,9 @@ import Testing
         #expect(replayed, "the standby replays seq \(primarySeq)")
 
         let clock = ContinuousClock()
-        try PostgresFaultTests.script(["halt", primaryDir], timeout: 60)
+        try pair.script("halt", pair.primaryDir)
         let halted = clock.now
-        try PostgresFaultTests.script(["promote", standbyDir], timeout: 90)
+        try pair.script("promote", pair.standbyDir)
         // The writer: the same command, again and again, until it commits (bounded).
         var attempts = 0
         var committed: (status: Int32, stdout: String, stderr: String)?
@@ -136,7 +116,7 @@ import Testing
         let followerBack = clock.now - halted
         let printed = seqs(follower.lines.values)
         #expect(printed == [primarySeq, primarySeq + 1], "each seq once, in order: \(printed)")
-        #expect(try feedsync("--db", both, "status").stdout.contains("127.0.0.1:\(standbyPort) (primary)"))
+        #expect(try feedsync("--db", both, "status").stdout.contains("127.0.0.1:\(pair.standbyPort) (primary)"))
         #expect(try feedsync("--db", both, "check").status == 0)
         #expect(!follower.errorLines.values.joined().contains(password))
         print(
