@@ -68,8 +68,9 @@ import Testing
 
     /// The primary's machine dies (`pg_ctl stop -m immediate`, its data kept) once the standby has replayed every
     /// commit, and the standby is promoted: with one multi-host URL, a CLI writer's next command commits on the new
-    /// primary, and an `events --follow` started before the failover prints the new like — each seq once, in order —
-    /// without being restarted.
+    /// primary, and an `events --follow` and a `feedsync serve` (with an event stream open on it, read by `curl`)
+    /// started before the failover go on there — each seq once, in order — without being restarted: the stream gets the
+    /// new like, and the server takes a like itself.
     @Test func writersAndAFollowerGoOnToThePromotedStandbyByThemselves() throws {
         guard
             let pair = try StandbyPair(
@@ -87,10 +88,29 @@ import Testing
 
         let follower = try Child(cli, ["--db", both, "events", "--follow", "--json"], environment: environment, capturingErrors: true)
         defer { follower.kill() }
+        let issued = try feedsync("--db", both, "--user", "user3", "token", "issue", "--json")
+        let token = try #require(
+            issued.stdout.range(of: #""token":"[^"]+""#, options: .regularExpression).map { String(issued.stdout[$0].dropFirst(9).dropLast()) },
+            "\(issued.stdout)")
+        let server = try Child(cli, ["--db", both, "serve", "--listen", "127.0.0.1:0"], environment: environment, capturingErrors: true)
+        defer { server.kill() }
+        #expect(server.lines.wait(seconds: 30) { $0.contains { $0.contains("http://127.0.0.1:") } }, "serve prints its URL")
+        let base = try #require(
+            server.lines.values.lazy.compactMap { line in line.range(of: #"http://127\.0\.0\.1:\d+"#, options: .regularExpression).map { String(line[$0]) } }
+                .first)
+        let stream = try Child(
+            "/usr/bin/curl", ["-sN", "-H", "Authorization: Bearer \(token)", base + "/api/events"], environment: environment)
+        defer { stream.kill() }
+        // The seqs of an event stream's `id: SEQ.CHECK` lines.
+        func ids(_ lines: [String]) -> [Int64] {
+            lines.compactMap { $0.hasPrefix("id: ") ? Int64($0.dropFirst(4).prefix { $0 != "." }) : nil }
+        }
+        func streamed() -> [Int64] { ids(stream.lines.values) }
         let first = try feedsync("--db", both, "--user", "user1", "like", "post1", "--json")
         #expect(first.status == 0, "\(first.stderr)")
         #expect(follower.lines.wait(seconds: 30) { seqs($0).count == 1 }, "the follower prints the first like")
         let primarySeq = try #require(seqs(follower.lines.values).last)
+        #expect(stream.lines.wait(seconds: 30) { ids($0).last == primarySeq }, "the event stream sends the first like")
         // Synchronous in effect: the standby has every commit before the primary dies, so nothing is lost.
         let replayed = eventually(seconds: 30) {
             (try? feedsync("--db", standby, "status", "--json").stdout.contains("\"lastSeq\":\(primarySeq)")) ?? false
@@ -116,6 +136,15 @@ import Testing
         let followerBack = clock.now - halted
         let printed = seqs(follower.lines.values)
         #expect(printed == [primarySeq, primarySeq + 1], "each seq once, in order: \(printed)")
+        // The server: its stream got the like committed elsewhere, and a like sent to it commits on the new primary.
+        #expect(stream.lines.wait(seconds: 60) { ids($0).last == primarySeq + 1 }, "the stream: \(streamed())")
+        let served = try SpawnedProcess.run(
+            "/usr/bin/curl", ["-s", "-X", "PUT", "-H", "Authorization: Bearer \(token)", base + "/api/posts/post3/like"],
+            environment: environment)
+        #expect(served.stdout.contains("\"changed\":true"), "serve's like after the failover: \(served.stdout)")
+        #expect(stream.lines.wait(seconds: 30) { ids($0).last == primarySeq + 2 }, "the stream: \(streamed())")
+        #expect(streamed() == [primarySeq, primarySeq + 1, primarySeq + 2], "each seq once, in order")
+        #expect(!server.errorLines.values.joined().contains(password))
         #expect(try feedsync("--db", both, "status").stdout.contains("127.0.0.1:\(pair.standbyPort) (primary)"))
         #expect(try feedsync("--db", both, "check").status == 0)
         #expect(!follower.errorLines.values.joined().contains(password))
