@@ -90,14 +90,18 @@ import Testing
         defer { follower.kill() }
         let issued = try feedsync("--db", both, "--user", "user3", "token", "issue", "--json")
         let token = try #require(
-            issued.stdout.range(of: #""token":"[^"]+""#, options: .regularExpression).map { String(issued.stdout[$0].dropFirst(9).dropLast()) },
+            issued.stdout.range(of: #""token":"[^"]+""#, options: .regularExpression).map {
+                String(issued.stdout[$0].dropFirst(9).dropLast())
+            },
             "\(issued.stdout)")
         let server = try Child(cli, ["--db", both, "serve", "--listen", "127.0.0.1:0"], environment: environment, capturingErrors: true)
         defer { server.kill() }
         #expect(server.lines.wait(seconds: 30) { $0.contains { $0.contains("http://127.0.0.1:") } }, "serve prints its URL")
         let base = try #require(
-            server.lines.values.lazy.compactMap { line in line.range(of: #"http://127\.0\.0\.1:\d+"#, options: .regularExpression).map { String(line[$0]) } }
-                .first)
+            server.lines.values.lazy.compactMap { line in
+                line.range(of: #"http://127\.0\.0\.1:\d+"#, options: .regularExpression).map { String(line[$0]) }
+            }
+            .first)
         let stream = try Child(
             "/usr/bin/curl", ["-sN", "-H", "Authorization: Bearer \(token)", base + "/api/events"], environment: environment)
         defer { stream.kill() }
