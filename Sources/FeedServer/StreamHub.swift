@@ -1,6 +1,7 @@
 internal import FeedJSON
 internal import FeedSync
 internal import Foundation
+internal import Synchronization
 
 /// One event of the shared tail, encoded once per visibility as a complete server-sent event (`id:` and `data:`).
 struct TailFrame: Sendable {
@@ -66,7 +67,8 @@ struct TailFrame: Sendable {
 /// Locks: `condition` guards everything here; a stream's reader takes it inside the stream's own lock, never the
 /// other way round: the fan-out and ``stop()`` take a snapshot of the streams under it and wake them after unlocking.
 ///
-/// `@unchecked Sendable`: every stored `var` is read and written only with `condition` locked.
+/// `@unchecked Sendable`: every stored `var` is read and written only with `condition` locked (`rewritesSoFar` is an
+/// atomic copy of `rewrites`, written with it).
 final class StreamHub: @unchecked Sendable {
     private let condition = NSCondition()
     private var frames: [TailFrame] = []
@@ -87,6 +89,8 @@ final class StreamHub: @unchecked Sendable {
     /// Rewrites of the log found so far, and the new log's head at the last one.
     private var rewrites = 0
     private var rewriteHead: Int64 = 0
+    /// `rewrites`, also readable without `condition`: every stream's reader asks it at each read.
+    private let rewritesSoFar = Atomic<Int>(0)
 
     let service: FeedService
     let capacity: Int
@@ -166,6 +170,7 @@ final class StreamHub: @unchecked Sendable {
 
     /// The new log's head when the log was rewritten since `count` (``rewriteCount``); `nil` otherwise.
     func rewrite(since count: Int) -> Int64? {
+        guard rewritesSoFar.load(ordering: .acquiring) > count else { return nil }
         condition.lock()
         defer { condition.unlock() }
         return rewrites > count ? rewriteHead : nil
@@ -184,6 +189,7 @@ final class StreamHub: @unchecked Sendable {
         lastEvent = nil
         rewrites += 1
         rewriteHead = head
+        rewritesSoFar.store(rewrites, ordering: .releasing)
         let all = Array(streams.values)
         condition.unlock()
         metrics.lastSeq.set(head)
