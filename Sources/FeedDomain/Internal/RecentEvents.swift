@@ -9,10 +9,11 @@ internal import Foundation
 /// of these (the same kind on the same post with the same count, committed in the same millisecond) are not told
 /// apart.
 struct RecentEvents {
-    /// How many seqs are remembered.
-    static let capacity = 4096
+    /// How many seqs are remembered: more than a failover to an asynchronous standby loses.
+    static let capacity = 256
 
-    private var slots = [(seq: Int64, print: Int)](repeating: (-1, 0), count: RecentEvents.capacity)
+    /// Made at the first event: a service that commits nothing never pays for it.
+    private var slots: [(seq: Int64, print: Int)] = []
 
     /// What a seq was seen as, compared with an event now.
     enum Match {
@@ -23,11 +24,15 @@ struct RecentEvents {
 
     /// Remembers `events`.
     mutating func record<Events: Sequence>(_ events: Events) where Events.Element == EventRecord {
-        for event in events { slots[Self.slot(event.seq)] = (event.seq, Self.print(event)) }
+        for event in events {
+            if slots.isEmpty { slots = Array(repeating: (-1, 0), count: Self.capacity) }
+            slots[Self.slot(event.seq)] = (event.seq, Self.print(event))
+        }
     }
 
     /// Whether `event`'s seq was seen as this event.
     func match(_ event: EventRecord) -> Match {
+        guard !slots.isEmpty else { return .unknown }
         let slot = slots[Self.slot(event.seq)]
         guard slot.seq == event.seq else { return .unknown }
         return slot.print == Self.print(event) ? .same : .different
@@ -40,7 +45,7 @@ struct RecentEvents {
 
     /// Forgets everything (after a rewrite, the old history's seqs mean nothing).
     mutating func removeAll() {
-        slots = [(seq: Int64, print: Int)](repeating: (-1, 0), count: Self.capacity)
+        slots = []
     }
 
     private static func slot(_ seq: Int64) -> Int { Int(UInt64(bitPattern: seq) % UInt64(capacity)) }
