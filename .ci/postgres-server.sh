@@ -20,7 +20,9 @@
 #   - database `feedsync`, owned by that role.
 # It prints exactly one line on stdout, postgresql://feedsync:PASSWORD@127.0.0.1:PORT/feedsync, for the caller to
 # capture, and the server version, port and directory on stderr (never the password).
-# Settings: PostgreSQL's defaults (fsync and synchronous_commit stay on) plus max_connections=400 (the test suites run in parallel, each test on a database of its own).
+# Settings: PostgreSQL's defaults (fsync and synchronous_commit stay on) plus max_connections=400 (the test suites run in
+# parallel, each test on a database of its own) and client_connection_check_interval=1s (a killed client's session ends
+# within a second even while it waits for a lock, instead of when its statement ends).
 #
 # Security: the server listens on 127.0.0.1 only (on a free port picked at run time) and on a unix socket inside
 # DIR (mode 0700). TCP connections need a password (scram-sha-256); the bootstrap superuser has no password, so it
@@ -196,6 +198,7 @@ listen_addresses = '127.0.0.1'
 unix_socket_directories = '$dir'
 unix_socket_permissions = 0700
 max_connections = 400
+client_connection_check_interval = '1s'
 password_encryption = 'scram-sha-256'
 EOF
 
