@@ -37,6 +37,30 @@ import Testing
         #expect(result.largest <= 64)
     }
 
+    /// A stream lives as long as its consumer: the path from the bridge's queue to its inbox stays the same length
+    /// however many events it delivered (a closure held directly in a generic lock would gain a thunk per access).
+    @Test(arguments: TestBackend.allCases) func aLongLivedSubscriptionsCallPathDoesNotGrowWithTheEventsItDelivers(
+        on backend: TestBackend
+    ) async throws {
+        let dir = TemporaryDirectory()
+        guard let service = try makeService(in: dir, on: backend) else { return }  // seqs 1...6
+        service.settle()
+        let depths = Box<[Int]>([])
+        let subscription = service.bridge.subscribe(
+            deliver: { _ in
+                let depth = Thread.callStackReturnAddresses.count
+                depths.withLock { $0.append(depth) }
+            },
+            rewritten: { _ in })
+        defer { subscription.cancel() }
+        _ = try await service.perform(Array(repeating: LikeCommand(.toggle, userID: "user2", postID: "post2"), count: 300))
+        #expect(await service.waitForDelivery(through: 306, timeout: .seconds(60)))
+        let seen = depths.withLock { $0 }
+        #expect(seen.count == 300)
+        let (least, most) = (seen.min() ?? 0, seen.max() ?? 0)
+        #expect(most - least <= 8, "the delivery call stack grew from \(least) to \(most) frames over 300 events")
+    }
+
     /// With no `ChangeFeed` started, a stream still includes another connection's (another process's) commit made
     /// while it is live: the service runs its shared watch while a stream iterates, and stops it after the last.
     @Test(arguments: TestBackend.allCases) func aStreamIncludesAnotherConnectionsCommitsByItself(on backend: TestBackend) async throws {

@@ -29,18 +29,24 @@ package struct BackendNotice: Sendable {
 /// Posting runs the observer on the posting thread, holding no lock of this object's; with no observer it costs one
 /// uncontended lock.
 package final class BackendNotices: Sendable {
-    private let observer = Mutex<(@Sendable (BackendNotice) -> Void)?>(nil)
+    /// The closure sits in a struct: held directly as the mutex's value it would gain a reabstraction thunk at each
+    /// `withLock`, and the call chain would grow with every notice posted.
+    private struct Observer: Sendable {
+        let receive: @Sendable (BackendNotice) -> Void
+    }
+
+    private let observer = Mutex<Observer?>(nil)
 
     package init() {}
 
     /// Replaces the observer; `nil` removes it.
     package func observe(_ observer: (@Sendable (BackendNotice) -> Void)?) {
-        self.observer.withLock { $0 = observer }
+        self.observer.withLock { $0 = observer.map(Observer.init) }
     }
 
     /// Hands `notice` to the observer, if any. `make` runs only when there is one.
     package func post(_ make: @autoclosure () -> BackendNotice) {
         guard let observer = observer.withLock({ $0 }) else { return }
-        observer(make())
+        observer.receive(make())
     }
 }

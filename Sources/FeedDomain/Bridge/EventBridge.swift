@@ -118,8 +118,7 @@ public final class EventBridge: Sendable {
         deliver: @escaping @Sendable (EventRecord) -> Void, rewritten: @escaping @Sendable (HistoryRewrite) -> Void
     ) -> AnyCancellable {
         // Cancelling drops the callbacks, and what they hold, at once; the queue goes at the next hand-off.
-        typealias Callbacks = (deliver: @Sendable (EventRecord) -> Void, rewritten: @Sendable (HistoryRewrite) -> Void)
-        let callbacks = Locked<Callbacks?>((deliver, rewritten))
+        let callbacks = Locked<SubscriberCallbacks?>(SubscriberCallbacks(deliver: deliver, rewritten: rewritten))
         fanout.add(
             deliver: { _, event in callbacks.withLock { $0 }?.deliver(event) }, isAlive: { callbacks.withLock { $0 != nil } },
             rewritten: { _, rewrite in callbacks.withLock { $0 }?.rewritten(rewrite) })
@@ -144,4 +143,12 @@ public final class EventBridge: Sendable {
 
     /// The events subscribers' queues hold in memory now, and the most one queue ever held (for tests).
     var bufferedEvents: (now: Int, most: Int) { fanout.bufferedEvents }
+}
+
+/// A subscriber's two callbacks, kept in a struct: a closure (or a tuple or optional of closures) held directly as a
+/// generic lock's value is wrapped in one more reabstraction thunk at each `inout` access, so a long-lived
+/// subscription's call chain would grow with every event delivered.
+private struct SubscriberCallbacks: Sendable {
+    let deliver: @Sendable (EventRecord) -> Void
+    let rewritten: @Sendable (HistoryRewrite) -> Void
 }
