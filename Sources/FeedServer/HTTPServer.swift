@@ -65,14 +65,11 @@ package final class HTTPServer: Sendable {
         let connectionLimit = Self.connectionLimit(configuration, ioThreads: ioThreads)
         Self.raiseOpenFileLimit(to: connectionLimit + 256)
         let core = ServerCore(service: service, configuration: configuration, authenticator: authenticator, lastSeq: lastSeq)
-        // One sink for the whole server, on its own queue: it only records the seq and wakes the fan-out.
+        // One subscriber for the whole server, on its own queue: it only records the seq, or that the bridge found the
+        // log rewritten (before any event of the new history), and wakes the fan-out.
         let hub = core.hub
-        let changes = service.bridge.changes.sink { event in hub.noteCommitted(event.seq) }
-        let rewrites = service.bridge.historyRewrites.sink { rewrite in hub.rewritten(head: rewrite.head) }
-        let subscription = AnyCancellable {
-            changes.cancel()
-            rewrites.cancel()
-        }
+        let subscription = service.bridge.subscribe(
+            deliver: { event in hub.noteCommitted(event.seq) }, rewritten: { _ in hub.checkForRewrite() })
         // Retained for libmicrohttpd's callbacks until after MHD_stop_daemon (``stop()``) or the failed start.
         let context = Unmanaged.passRetained(core).toOpaque()
         var failure: Int32 = 0

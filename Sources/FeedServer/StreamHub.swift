@@ -44,6 +44,8 @@ final class StreamHub: @unchecked Sendable {
     private var rewriteHead: Int64 = 0
     /// `rewrites`, also readable without `condition`: every stream's reader asks it at each read.
     private let rewritesSoFar = Atomic<Int>(0)
+    /// The bridge found a rewrite (``checkForRewrite()``).
+    private var checkRequested = false
 
     let service: FeedService
     let capacity: Int
@@ -84,9 +86,7 @@ final class StreamHub: @unchecked Sendable {
     }
 
     var isStopping: Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        return stopping
+        condition.withLock { stopping }
     }
 
     /// Ends every stream (each is woken and finds the hub stopping) and stops the fan-out thread.
@@ -109,16 +109,12 @@ final class StreamHub: @unchecked Sendable {
 
     /// The last seq the fan-out read: a stream asking for a later one checks the log's head.
     var tailHead: Int64 {
-        condition.lock()
-        defer { condition.unlock() }
-        return lastSeq
+        condition.withLock { lastSeq }
     }
 
     /// Rewrites of the log found so far: a stream takes the count before it looks at the log.
     var rewriteCount: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return rewrites
+        condition.withLock { rewrites }
     }
 
     /// The new log's head when the log was rewritten since `count` (``rewriteCount``); `nil` otherwise.
@@ -129,17 +125,28 @@ final class StreamHub: @unchecked Sendable {
         return rewrites > count ? rewriteHead : nil
     }
 
+    /// The bridge found the log rewritten: the fan-out thread checks its tail against the log. Only that thread
+    /// declares a rewrite, once: a stream begun after it found one must not be ended when the bridge's word arrives.
+    func checkForRewrite() {
+        condition.lock()
+        checkRequested = true
+        condition.signal()
+        condition.unlock()
+    }
+
     /// The log was rewritten under the server (a failover to a standby that lacked the last commits, or a restore):
     /// the tail restarts after `head`, the new log's last seq, and every stream that began before ends with `event:
     /// historyRewritten` (its reader finds the rewrite when woken, before it copies or reads anything more), so that
     /// its client starts again from the tables instead of going on from a seq that now names another event.
-    func rewritten(head: Int64) {
+    /// On the fan-out thread only; the tail remembers the new log's event at `head`, to check it at the next look.
+    private func rewritten(head: Int64) {
+        let atHead = event(at: head)
         condition.lock()
         frames.removeAll()
         lastSeq = head
         firstSeq = head + 1
         announced = head
-        lastEvent = nil
+        lastEvent = atHead
         rewrites += 1
         rewriteHead = head
         rewritesSoFar.store(rewrites, ordering: .releasing)
@@ -234,14 +241,35 @@ final class StreamHub: @unchecked Sendable {
     /// watch started) reaches the streams within this bound.
     static let headCheckInterval = 1.0
 
+    /// Checks the tail against the log: a head below the tail's, or (`againstEvent`) another event at the tail's last
+    /// seq than the one it holds, is a rewrite; otherwise a head beyond it is announced.
+    private func checkTail(againstEvent: Bool) {
+        guard let head = try? service.backend.readOnce({ tx in try tx.lastSeq() }) else { return }
+        condition.lock()
+        let (tailSeq, tailEvent) = (lastSeq, lastEvent?.seq == lastSeq ? lastEvent : nil)
+        condition.unlock()
+        if head < tailSeq {
+            rewritten(head: head)
+        } else if againstEvent, let tailEvent, event(at: tailSeq).map({ $0.isSameEvent(as: tailEvent) }) == false {
+            rewritten(head: head)
+        } else {
+            noteCommitted(head)
+        }
+    }
+
     private func run() {
+        if let atStart = event(at: tailHead) {
+            condition.lock()
+            if lastSeq == atStart.seq, lastEvent == nil { lastEvent = atStart }
+            condition.unlock()
+        }
         var nextHeartbeat = Date(timeIntervalSinceNow: heartbeat)
         var nextHeadCheck = Date(timeIntervalSinceNow: Self.headCheckInterval)
         var retryAfter: Date?
         while true {
             condition.lock()
-            while !stopping, announced <= lastSeq || (retryAfter.map { $0 > Date() } ?? false), Date() < nextHeartbeat,
-                Date() < nextHeadCheck
+            while !stopping, !checkRequested, announced <= lastSeq || (retryAfter.map { $0 > Date() } ?? false),
+                Date() < nextHeartbeat, Date() < nextHeadCheck
             {
                 _ = condition.wait(until: min(nextHeartbeat, nextHeadCheck, retryAfter ?? nextHeartbeat))
             }
@@ -251,14 +279,12 @@ final class StreamHub: @unchecked Sendable {
             }
             let heartbeatDue = Date() >= nextHeartbeat
             let headCheckDue = Date() >= nextHeadCheck
+            let checkDue = checkRequested
+            checkRequested = false
             condition.unlock()
 
-            if headCheckDue {
-                nextHeadCheck = Date(timeIntervalSinceNow: Self.headCheckInterval)
-                if let head = try? service.backend.readOnce({ tx in try tx.lastSeq() }) {
-                    if head < tailHead { rewritten(head: head) } else { noteCommitted(head) }
-                }
-            }
+            if headCheckDue { nextHeadCheck = Date(timeIntervalSinceNow: Self.headCheckInterval) }
+            if headCheckDue || checkDue { checkTail(againstEvent: checkDue) }
             condition.lock()
             let from = lastSeq
             let wanted = announced > lastSeq && (retryAfter.map { $0 <= Date() } ?? true)
@@ -367,19 +393,5 @@ final class StreamHub: @unchecked Sendable {
             after = page[page.count - 1].seq
         }
         return fresh
-    }
-
-    /// Ends, after `seq`, the streams whose viewer no longer exists: an erasure names nobody in the log, so every
-    /// server learns whose streams to end by looking their viewers up (one read for all of them).
-    private func endErasedViewers(of streams: [EventStream], after seq: Int64) {
-        let viewers = Set(streams.map(\.viewerID))
-        let gone: Set<String>
-        do {
-            gone = try viewers.subtracting(service.backend.readOnce { tx in try tx.deletion.existingUserIDs(Array(viewers)) })
-        } catch {
-            log("the event streams' look-up of erased viewers failed: \(error)")
-            return
-        }
-        for stream in streams where gone.contains(stream.viewerID) { stream.end(after: seq) }
     }
 }

@@ -69,4 +69,41 @@ import Testing
         #expect(resumed.wait(timeout: 30) { $0.seqs == [next] }, "\(resumed.received)")
         #expect(try sut.request("GET", "/api/events?after=1.zz", token: "tok-alice").status == 400)
     }
+
+    /// The server finds a rewrite by itself (here its look at the log's head, the bridge not watching); the bridge
+    /// finds the same rewrite later. A stream begun in between, on the new history, is not ended by the bridge's word.
+    @Test(arguments: TestBackend.allCases)
+    func aRewriteIsToldOnceWhoeverFindsItAndLaterStreamsGoOn(on backend: TestBackend) throws {
+        guard let sut = try ServerFixture(on: backend) else { return }
+        defer { sut.close() }
+        try sut.service.like(userID: "bob", postID: "p1")
+        try sut.service.like(userID: "carol", postID: "p1")
+        let head = try sut.service.status().lastSeq
+        let live = try EventFollower(port: sut.port, token: "tok-alice")
+        defer { live.close() }
+        #expect(live.wait { $0.seqs.last == head })
+
+        // Another process takes the last event away (the log's head goes back by one).
+        let other = try FeedService(location: sut.location)
+        defer { other.close() }
+        _ = try other.backend.write(
+            { tx in
+                if backend == .postgresql {
+                    try tx.userStatements.execute("UPDATE event_log_head SET last_seq = $1 WHERE id = 1", [.integer(head - 1)])
+                }
+                try tx.userStatements.execute("DELETE FROM events WHERE seq >= $1", [.integer(head)])
+            }, afterCommit: { _ in })
+        #expect(live.wait(timeout: 30) { $0.isEnded }, "the server finds the rewrite itself")
+        #expect(live.received.last?.data == #"{"lastEventID":\#(head),"head":\#(head - 1)}"#, "\(live.received.suffix(2))")
+
+        let fresh = try EventFollower(port: sut.port, token: "tok-alice", query: "?after=\(head - 2)")
+        defer { fresh.close() }
+        #expect(fresh.wait(timeout: 30) { $0.seqs.last == head - 1 })
+        // The bridge finds the rewrite now, then a like follows: the stream gets the like, and is not ended.
+        #expect(throws: FeedError.self) { try sut.service.publishCommittedEvents() }
+        let next = try #require(try sut.service.like(userID: "alice", postID: "p3").seq)
+        #expect(fresh.wait(timeout: 30) { $0.seqs.last == next || $0.isEnded })
+        #expect(fresh.seqs == [head - 1, next], "\(fresh.received)")
+        #expect(!fresh.isEnded)
+    }
 }

@@ -114,7 +114,7 @@ public final class EventBridge: Sendable {
     /// Subscribes one queue to both the events and the rewrites, so that a rewrite reaches `rewritten` after the old
     /// history's events and before any event of the new one (a ``FeedChanges`` stream); `deliver` and `rewritten` run
     /// on the queue's executor. Ends when the returned value is cancelled.
-    func subscribe(
+    package func subscribe(
         deliver: @escaping @Sendable (EventRecord) -> Void, rewritten: @escaping @Sendable (HistoryRewrite) -> Void
     ) -> AnyCancellable {
         // Cancelling drops the callbacks, and what they hold, at once; the queue goes at the next hand-off.
