@@ -106,7 +106,7 @@ public final class EventBridge: Sendable {
 
     /// Each time the log stopped continuing the history delivered so far — a failover to a standby that lacked the
     /// last commits (asynchronous replication), or a restored backup. Found by ``ChangeFeed``, a catch-up
-    /// (``FeedService/publishCommittedEvents(batchSize:)``) or a local commit whose seq was delivered as another
+    /// (``FeedService/publishCommittedEvents(batchSize:)-6qi0e``) or a local commit whose seq was delivered as another
     /// event; each subscriber of ``changes`` gets what came before it, then nothing until events after
     /// ``HistoryRewrite/head``. What was built from the events is to be rebuilt from the tables.
     public var historyRewrites: AnyPublisher<HistoryRewrite, Never> { sealedRewrites }

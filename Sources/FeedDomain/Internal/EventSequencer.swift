@@ -14,7 +14,7 @@ internal import Synchronization
 /// - a local writer, right after `COMMIT` (on SQLite while it still holds the writer connection): its own events,
 ///   plus the events between the highest seq already known and its first one (other processes' and connections'
 ///   commits), read in the same transaction;
-/// - ``FeedService/publishCommittedEvents(batchSize:)`` (the change feed, or an app catching up): the events
+/// - ``FeedService/publishCommittedEvents(batchSize:)-6qi0e`` (the change feed, or an app catching up): the events
 ///   after the highest known seq, read on a reader connection — without the writer's lock, so a local writer
 ///   stuck behind another process's long transaction never holds it up.
 ///
