@@ -241,14 +241,17 @@ final class StreamHub: @unchecked Sendable {
     /// watch started) reaches the streams within this bound.
     static let headCheckInterval = 1.0
 
-    /// Checks the tail against the log: a head below the tail's, or (`againstEvent`) another event at the tail's last
-    /// seq than the one it holds, is a rewrite; otherwise a head beyond it is announced.
+    /// Checks the tail against the log: a head below the tail's or a seq announced, or (`againstEvent`) another event
+    /// at the tail's last seq than the one it holds, is a rewrite; otherwise a head beyond it is announced.
     private func checkTail(againstEvent: Bool) {
+        // A seq the bridge announced was committed before: a head read after it below it is a rewrite too (a stream
+        // may have read that seq from the log before the fan-out did).
+        let announcedBefore = condition.withLock { announced }
         guard let head = try? service.backend.readOnce({ tx in try tx.lastSeq() }) else { return }
         condition.lock()
         let (tailSeq, tailEvent) = (lastSeq, lastEvent?.seq == lastSeq ? lastEvent : nil)
         condition.unlock()
-        if head < tailSeq {
+        if head < max(tailSeq, announcedBefore) {
             rewritten(head: head)
         } else if againstEvent, let tailEvent, event(at: tailSeq).map({ $0.isSameEvent(as: tailEvent) }) == false {
             rewritten(head: head)
