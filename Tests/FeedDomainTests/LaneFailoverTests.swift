@@ -11,29 +11,22 @@ import Testing
 /// that second send reaches the promoted standby, as it would once the promotion is done. It answers with what the
 /// batch did the first time and changes nothing — a toggle sent twice still likes — while the lane's next batch applies.
 /// The same units on another lane toggle again: the lane, not the like's state, made the second send harmless.
-// Blocks: runs `.ci/postgres-server.sh` as a child process and waits for it.
+// Blocks: runs `.ci/postgres-server.sh` as a child process and waits for it (through `StandbyPair`).
 @Suite(.serialized, .ownThreads) struct LaneFailoverTests {
     @Test func aBatchSentAgainOnItsLaneToThePromotedSynchronousStandbyAppliesOnce() throws {
-        guard let parent = try PostgresFaultTests.restartableServerParent() else { return }
-        let tag = String(UInt32.random(in: 0...UInt32.max), radix: 16)
-        let (primaryDir, standbyDir) = (parent + "/lane-primary-" + tag, parent + "/lane-standby-" + tag)
-        defer {
-            for dir in [standbyDir, primaryDir] { _ = try? PostgresFaultTests.script(["stop", dir], timeout: 60) }
-        }
-        let primary = try PostgresFaultTests.script(["start", primaryDir], timeout: 60)
-        do {
-            let setUp = try FeedService(location: primary)
-            defer { setUp.close() }
-            for user in ["alice", "bob"] { try setUp.createUser(id: user) }
-            try setUp.createPost(id: "p1", authorID: "bob", body: "hello")
-        }
-        let standbyPort = try PostgresFaultTests.script(["standby", standbyDir, primaryDir, "sync"], timeout: 120)
-        let components = try #require(URLComponents(string: primary))
-        let primaryPort = try #require(components.port)
-        let both =
-            "postgresql://\(components.user ?? ""):\(components.password ?? "")@127.0.0.1:\(primaryPort),127.0.0.1:\(standbyPort)"
-            + "\(components.path)?target_session_attrs=read-write&connect_timeout=2"
-        let service = try FeedService(location: both)
+        guard
+            let pair = try StandbyPair(
+                "lane-failover", synchronous: true,
+                prepare: { primary throws in
+                    let setUp = try FeedService(location: primary.primary)
+                    defer { setUp.close() }
+                    for user in ["alice", "bob"] { try setUp.createUser(id: user) }
+                    try setUp.createPost(id: "p1", authorID: "bob", body: "hello")
+                })
+        else { return }
+        // The servers go when the pair is released: not before the test ends.
+        defer { withExtendedLifetime(pair) {} }
+        let service = try FeedService(location: pair.both)
         defer { service.close() }
 
         let lane = UUID().uuidString.lowercased()
@@ -43,8 +36,8 @@ import Testing
         let firstSeq = try #require(first.seq)
 
         // The primary dies with the answer "lost"; the synchronous standby is promoted.
-        try PostgresFaultTests.script(["kill", primaryDir], timeout: 30)
-        try PostgresFaultTests.script(["promote", standbyDir], timeout: 90)
+        try pair.script("kill", pair.primaryDir)
+        try pair.script("promote", pair.standbyDir)
 
         // The batch is sent again, on its lane, once the new primary takes writes.
         let deadline = ContinuousClock.now + .seconds(60)

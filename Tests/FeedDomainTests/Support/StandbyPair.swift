@@ -20,8 +20,8 @@ final class StandbyPair {
     let environment: [String: String]
 
     /// Starts the primary, runs `prepare` on it (while it has no standby: `pg_basebackup` copies what it wrote), then
-    /// makes the standby. `nil` when no restartable test server is configured.
-    init?(_ name: String, prepare: (StandbyPair.Prepared) throws -> Void = { _ in }) throws {
+    /// makes the standby, `synchronous` or not. `nil` when no restartable test server is configured.
+    init?(_ name: String, synchronous: Bool = false, prepare: (StandbyPair.Prepared) throws -> Void = { _ in }) throws {
         guard let parent = try PostgresFaultTests.restartableServerParent() else { return nil }
         cli = URL(fileURLWithPath: try benchExecutable()).deletingLastPathComponent().appendingPathComponent("feedsync").path
         let tag = String(UInt32.random(in: 0...UInt32.max), radix: 16)
@@ -35,7 +35,8 @@ final class StandbyPair {
         password = try #require(components.password)
         do {
             try prepare(Prepared(cli: cli, environment: environment, primary: primary))
-            standbyPort = try PostgresFaultTests.script(["standby", standbyDir, primaryDir], timeout: 120)
+            standbyPort = try PostgresFaultTests.script(
+                ["standby", standbyDir, primaryDir] + (synchronous ? ["sync"] : []), timeout: 120)
         } catch {
             _ = try? PostgresFaultTests.script(["stop", primaryDir], timeout: 60)
             throw error
