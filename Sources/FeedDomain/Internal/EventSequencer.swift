@@ -173,7 +173,7 @@ final class EventSequencer: @unchecked Sendable {
         }
     }
 
-    /// How many times the log was found rewritten (``rebase(to:ifKnown:)``): a transaction reads it before it begins
+    /// How many times the log was found rewritten (``rebase(to:ifKnown:epoch:)``): a transaction reads it before it begins
     /// and hands it to ``submitCommitted(_:epoch:)``.
     var epoch: UInt64 { epochs.load(ordering: .acquiring) }
 
@@ -231,12 +231,13 @@ final class EventSequencer: @unchecked Sendable {
     /// The log was rewritten (a failover to a standby that lacked the last commits, or a restored backup): drops
     /// what waits for delivery and goes on after `head`, the new log's last seq; every subscriber's queue gets the
     /// rewrite after the old history's events and before the new ones. Does nothing and returns `nil` unless the
-    /// highest seq known is still `known`, the one the caller found rewritten (another caller may have rebased, or
-    /// a local commit moved on, meanwhile: the next check looks again).
+    /// highest seq known is still `known`, the one the caller found rewritten, and ``epoch`` is still `epoch`, read
+    /// before the caller read the log: another caller may have rebased (to the same head, perhaps), or a local commit
+    /// moved on, meanwhile; the next check looks again.
     @discardableResult
-    func rebase(to head: Int64, ifKnown known: Int64) -> HistoryRewrite? {
+    func rebase(to head: Int64, ifKnown known: Int64, epoch: UInt64) -> HistoryRewrite? {
         let rewrite = withBacklog { backlog -> HistoryRewrite? in
-            guard backlog.known == known else { return nil }
+            guard backlog.known == known, epochs.load(ordering: .acquiring) == epoch else { return nil }
             epochs.add(1, ordering: .releasing)
             recent.removeAll()
             return backlog.rebase(to: head)

@@ -24,6 +24,8 @@ extension FeedService {
         var total = 0
         var batch = 0
         while true {
+            // Read before the log: a rewrite another caller found meanwhile is not declared a second time.
+            let epoch = sequencer.epoch
             guard let known = sequencer.highestKnownSeq else { return total }
             let page: [EventRecord]
             let head: Int64?
@@ -41,7 +43,7 @@ extension FeedService {
             } catch {
                 throw FeedError.wrap(error)
             }
-            if let rewrite = try rewriteFound(known: known, first: page.first, head: head) { throw rewrite.error }
+            if let rewrite = try rewriteFound(known: known, epoch: epoch, first: page.first, head: head) { throw rewrite.error }
             let events = Array(page.drop { $0.seq <= known })
             guard let last = events.last?.seq else { return total }
             total += sequencer.submit(after: known, through: last, events: events)
@@ -53,7 +55,7 @@ extension FeedService {
     /// event at `known` (`first`, when the read found it) is not the one delivered there. When it was rewritten,
     /// delivery starts again after the new log's head, and the rewrite is returned. An event at `known` this process
     /// never saw (it started there) or that was pruned cannot be checked, and counts as the same.
-    private func rewriteFound(known: Int64, first: EventRecord?, head: Int64?) throws(FeedError) -> HistoryRewrite? {
+    private func rewriteFound(known: Int64, epoch: UInt64, first: EventRecord?, head: Int64?) throws(FeedError) -> HistoryRewrite? {
         guard known > 0 else { return nil }
         let sequencer = bridge.sequencer
         if let first, first.seq == known {
@@ -64,10 +66,10 @@ extension FeedService {
             } catch {
                 throw FeedError.wrap(error)
             }
-            return sequencer.rebase(to: head, ifKnown: known)
+            return sequencer.rebase(to: head, ifKnown: known, epoch: epoch)
         }
         guard let head, head < known else { return nil }
-        return sequencer.rebase(to: head, ifKnown: known)
+        return sequencer.rebase(to: head, ifKnown: known, epoch: epoch)
     }
 
     /// Waits until every subscriber of ``bridge`` has been handed every event up to `seq` (see
