@@ -43,7 +43,7 @@ import Testing
         let deadline = ContinuousClock.now + .seconds(60)
         var again: LaneBatch.Answer?
         while again == nil, ContinuousClock.now < deadline {
-            again = try? toggle.send(number: 1, on: service)
+            again = try? toggle.send(number: 1, sentBefore: true, on: service)
         }
         let resent = try #require(again, "the new primary took no write within 60 s")
         #expect(resent == first, "sent again: \(resent), first: \(first)")
@@ -76,14 +76,18 @@ private struct LaneBatch {
     let lane: String
     let at: Int64
 
-    func send(number: Int64, on service: FeedService) throws -> Answer {
+    /// Sends the toggle as batch `number`: a first send through the function that records the lane without reading
+    /// it, a send of a batch sent before through the one that reads the lane first (as the pool's re-send does).
+    func send(number: Int64, sentBefore: Bool = false, on service: FeedService) throws -> Answer {
+        let call =
+            sentBefore
+            ? "feedsync_apply_likes_once($1::uuid, $2, $4::integer[], $5::text[], $6::text[], $7::text[], ARRAY[$3::bigint])"
+            : "unnest(feedsync_apply_likes_first_send($1::uuid, $2, $4::integer[], $5::text[], $6::text[], $7::text[], ARRAY[$3::bigint]))"
         let rows = try service.backend.write(
             { tx in
                 try tx.userStatements.fetch(
-                    """
-                    SELECT liked::integer, like_count, changed::integer, seq FROM feedsync_apply_likes_once(
-                        $1::uuid, $2, '{1}'::integer[], '{toggle}'::text[], '{alice}'::text[], '{p1}'::text[], ARRAY[$3::bigint])
-                    """, [.text(lane), .integer(number), .integer(at)])
+                    "SELECT liked::integer, like_count, changed::integer, seq FROM \(call)",
+                    [.text(lane), .integer(number), .integer(at), .text("{1}"), .text("{toggle}"), .text("{alice}"), .text("{p1}")])
             }, afterCommit: { _ in })
         guard rows.count == 1, rows[0].count == 4 else { throw LaneBatchError(rows: rows.count) }
         let row = rows[0]

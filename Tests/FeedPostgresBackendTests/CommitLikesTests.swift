@@ -47,6 +47,13 @@ import Testing
             },
             afterCommit: { delivered.append($0) })
         #expect(try Self.roundTrips(db.backend) - before == 1)
+        // A first send: the function that records the lane without reading it first.
+        let lastStatement = """
+            SELECT query FROM pg_stat_activity
+            WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%feedsync_apply_likes%'
+            """
+        let sent = try db.admin(lastStatement)
+        #expect(sent.count == 1 && sent[0][0].text?.contains("feedsync_apply_likes_first_send(") == true, "\(sent)")
         let outcome = try #require(try outcomes.first?.get().first)
         #expect(outcome.liked && outcome.likeCount == 2)
         #expect(delivered.count == 1)
@@ -67,14 +74,14 @@ import Testing
     }
 
     /// Sends `units` as batch `batch` of `lane` in autocommit, as ``PostgresBackend/commitLikes(_:join:afterCommit:)``
-    /// does, on a connection of `backend`.
+    /// does, on a connection of `backend`: a first send, or a send of a batch that was sent before.
     private static func send(
-        _ units: [LikeUnit], lane: String, batch: Int64, on backend: PostgresBackend
+        _ units: [LikeUnit], lane: String, batch: Int64, sentBefore: Bool, on backend: PostgresBackend
     ) throws -> [Result<[LikeOutcome], StorageError>] {
         try backend.withConnection { connection in
             let transaction = PostgresTransaction(connection: connection, access: .autocommit, location: backend.location)
             defer { transaction.invalidate() }
-            return try transaction.applyLikes(units, lane: (lane, batch))
+            return try transaction.applyLikes(units, lane: (lane, batch, sentBefore))
         }
     }
 
@@ -82,32 +89,46 @@ import Testing
         guard let db = try TestDatabase.make("commit_likes_again") else { return }
         try seedUsersAndPost(db.backend)
         let lane = UUID().uuidString.lowercased()
-        let first = try Self.send([Self.unit(.toggle, "u2", "p1")], lane: lane, batch: 1, on: db.backend)
+        let first = try Self.send([Self.unit(.toggle, "u2", "p1")], lane: lane, batch: 1, sentBefore: false, on: db.backend)
         let firstOutcome = try #require(try first.first?.get().first)
         #expect(firstOutcome.liked && firstOutcome.likeCount == 1 && firstOutcome.event?.seq == 1)
         let afterFirst = try Self.state(db)
 
         // The same batch again — as after a connection that broke before its answer came — toggles nothing.
-        let again = try Self.send([Self.unit(.toggle, "u2", "p1")], lane: lane, batch: 1, on: db.backend)
+        let again = try Self.send([Self.unit(.toggle, "u2", "p1")], lane: lane, batch: 1, sentBefore: true, on: db.backend)
         #expect(try again.first?.get() == [firstOutcome])
         #expect(try Self.state(db) == afterFirst)
 
         // The lane's next batch applies; an older one than its last is refused, and changes nothing.
-        let next = try Self.send([Self.unit(.toggle, "u2", "p1")], lane: lane, batch: 2, on: db.backend)
+        let next = try Self.send([Self.unit(.toggle, "u2", "p1")], lane: lane, batch: 2, sentBefore: false, on: db.backend)
         #expect(try next.first?.get().first?.liked == false)
         let afterNext = try Self.state(db)
         #expect(throws: StorageError.self) {
-            try Self.send([Self.unit(.toggle, "u2", "p1")], lane: lane, batch: 1, on: db.backend)
+            try Self.send([Self.unit(.toggle, "u2", "p1")], lane: lane, batch: 1, sentBefore: true, on: db.backend)
+        }
+        #expect(try Self.state(db) == afterNext)
+        // Sent as a first send, a batch its lane already holds (or has passed) is undone: FSB02, nothing changed.
+        for batch: Int64 in [1, 2] {
+            #expect {
+                try Self.send([Self.unit(.toggle, "u2", "p1")], lane: lane, batch: batch, sentBefore: false, on: db.backend)
+            } throws: { error in
+                guard case .database(let failure) = error as? StorageError else { return false }
+                return failure.code == "FSB02"
+            }
         }
         #expect(try Self.state(db) == afterNext)
 
         // A failed batch records nothing: sent again, it runs again (and fails again).
         #expect(throws: StorageError.postNotFound("nothing")) {
-            try Self.send([Self.unit(.like, "u1", "nothing")], lane: lane, batch: 3, on: db.backend)
+            try Self.send([Self.unit(.like, "u1", "nothing")], lane: lane, batch: 3, sentBefore: false, on: db.backend)
         }
-        let retried = try Self.send([Self.unit(.like, "u1", "p1")], lane: lane, batch: 3, on: db.backend)
+        let retried = try Self.send([Self.unit(.like, "u1", "p1")], lane: lane, batch: 3, sentBefore: true, on: db.backend)
         #expect(try retried.first?.get().first?.liked == true)
         #expect(try db.admin("SELECT batch FROM like_lanes WHERE lane = $1::uuid", [.text(lane)]) == [[.integer(3)]])
+        // A new lane's first send creates it.
+        let fresh = UUID().uuidString.lowercased()
+        _ = try Self.send([Self.unit(.toggle, "u1", "p1")], lane: fresh, batch: 1, sentBefore: false, on: db.backend)
+        #expect(try db.admin("SELECT batch FROM like_lanes WHERE lane = $1::uuid", [.text(fresh)]) == [[.integer(1)]])
     }
 
     /// A lane's stored results name an unknown user in a failed unit's message; erasing a user of that id later
@@ -117,7 +138,7 @@ import Testing
         try seedUsersAndPost(db.backend)
         let lane = UUID().uuidString.lowercased()
         let batch = [Self.unit(.like, "u1", "p1"), Self.unit(.like, "ghost-7f3a", "p1")]
-        let outcomes = try Self.send(batch, lane: lane, batch: 1, on: db.backend)
+        let outcomes = try Self.send(batch, lane: lane, batch: 1, sentBefore: false, on: db.backend)
         #expect(throws: StorageError.userNotFound("ghost-7f3a")) { try outcomes[1].get() }
         let stored = "SELECT results::text FROM like_lanes WHERE lane = $1::uuid"
         #expect(try db.admin(stored, [.text(lane)]).description.contains("ghost-7f3a"))
@@ -129,7 +150,7 @@ import Testing
         let scrubbed = try db.admin(stored, [.text(lane)]).description
         #expect(!scrubbed.contains("ghost-7f3a"))
         // The first unit's result is kept: the batch sent again answers as before and changes nothing.
-        let again = try Self.send(batch, lane: lane, batch: 1, on: db.backend)
+        let again = try Self.send(batch, lane: lane, batch: 1, sentBefore: true, on: db.backend)
         #expect(try again[0].get() == outcomes[0].get())
     }
 
@@ -146,7 +167,7 @@ import Testing
         let firstOutcome = Shared<LikeOutcome?>(nil)
         let first = spawn("first send") {
             _ = try? write(other) { tx in
-                let outcomes = try tx.pg.applyLikes(units, lane: (lane, 1))
+                let outcomes = try tx.pg.applyLikes(units, lane: (lane, 1, sentBefore: false))
                 firstOutcome.update { $0 = try? outcomes.first?.get().first }
                 sent.signal()
                 _ = commit.wait(timeout: .now() + 30)
@@ -158,7 +179,7 @@ import Testing
         let secondFailure = Shared<StorageError?>(nil)
         let second = spawn("second send") {
             do {
-                _ = try Self.send(units, lane: lane, batch: 1, on: db.backend)
+                _ = try Self.send(units, lane: lane, batch: 1, sentBefore: true, on: db.backend)
             } catch {
                 secondFailure.update { $0 = error as? StorageError }
             }
@@ -176,7 +197,7 @@ import Testing
             return
         }
         #expect(failure.code == "FSB02")
-        let again = try Self.send(units, lane: lane, batch: 1, on: db.backend)
+        let again = try Self.send(units, lane: lane, batch: 1, sentBefore: true, on: db.backend)
         #expect(try again.first?.get().first == firstOutcome.current)
         #expect(try Self.state(db)[0][0] == .integer(1), "one like, applied once")
         #expect(try Self.state(db)[0][4] == .integer(1), "one event")

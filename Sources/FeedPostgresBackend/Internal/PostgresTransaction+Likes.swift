@@ -35,16 +35,20 @@ extension PostgresTransaction {
     }
 
     /// The whole batch in one statement: `feedsync_like_results` (migration 0008) locks the batch's posts, then its
-    /// users, in key order, applies each unit (in a subtransaction when there are several), appends the events last,
-    /// and returns one result per operation. With one unit, its failure fails the statement — and so the
-    /// transaction — and is thrown; with several, each unit runs in a subtransaction and failures come back as results.
+    /// users, in key order, applies each unit, appends the events last, and returns one result per operation. With one
+    /// unit, its failure fails the statement — and so the transaction — and is thrown; with several, a unit that names
+    /// an unknown user or post changes nothing and comes back as a failed result.
     func applyLikes(_ units: [LikeUnit]) throws -> [Result<[LikeOutcome], StorageError>] {
         try applyLikes(units, lane: nil)
     }
 
-    /// ``applyLikes(_:)``; with a lane, as batch `lane.batch` of lane `lane.id` through `feedsync_apply_likes_once`
-    /// (migration 0007), which answers a batch sent again with its first result rows and changes nothing.
-    func applyLikes(_ units: [LikeUnit], lane: (id: String, batch: Int64)?) throws -> [Result<[LikeOutcome], StorageError>] {
+    /// ``applyLikes(_:)``; with a lane, as batch `lane.batch` of lane `lane.id`. A batch sent before (which may have
+    /// committed) goes through `feedsync_apply_likes_once` (migration 0007), which answers from the lane when the batch
+    /// is there and changes nothing; a first send goes through `feedsync_apply_likes_first_send` (migration 0010),
+    /// which records the lane without reading it first, and fails with FSB02 when the lane is already at the batch.
+    func applyLikes(
+        _ units: [LikeUnit], lane: (id: String, batch: Int64, sentBefore: Bool)?
+    ) throws -> [Result<[LikeOutcome], StorageError>] {
         try requireWritable()
         var unitNumbers: [Int64] = []
         var actions: [String] = []
@@ -67,11 +71,17 @@ extension PostgresTransaction {
             .text(PostgresArray.text(userIDs)), .text(PostgresArray.text(postIDs)), .text(PostgresArray.integers(stamps)),
         ]
         let sql: String
-        if let lane {
+        if let lane, lane.sentBefore {
             arguments += [.text(lane.id), .integer(lane.batch)]
             sql = """
                 SELECT failed_code, failed_message, liked, like_count, seq
                 FROM feedsync_apply_likes_once($6::uuid, $7::bigint, $1::integer[], $2::text[], $3::text[], $4::text[], $5::bigint[])
+                """
+        } else if let lane {
+            arguments += [.text(lane.id), .integer(lane.batch)]
+            sql = """
+                SELECT failed_code, failed_message, liked, like_count, seq FROM unnest(feedsync_apply_likes_first_send(
+                    $6::uuid, $7::bigint, $1::integer[], $2::text[], $3::text[], $4::text[], $5::bigint[]))
                 """
         } else {
             sql = """
