@@ -125,6 +125,39 @@ import Testing
         #expect(slow)
     }
 
+    /// Sends on another thread while a new current-value subscriber is inside its first value (the
+    /// catch-up of its first request) reach it after that value: in send order, none lost, none twice.
+    @Test func sendsOnAnotherThreadDuringAFirstValueReachTheSubscriberAfterIt() {
+        let sut = CurrentValuePublisher<Int, Never>(0)
+        let received = Locked<[Int]>([])
+        let insideFirst = DispatchSemaphore(value: 0)
+        let sent = Atomic<Int>(0)
+        let firstSeen = Atomic<Bool>(false)
+        let finished = runOnThreads(2, progress: { sent.load(ordering: .relaxed) + received.withLock { $0.count } }) {
+            index in
+            if index == 0 {
+                let token = sut.sink { value in
+                    if !firstSeen.exchange(true, ordering: .relaxed) {
+                        insideFirst.signal()
+                        // Holds the first value until the other thread's sends have returned (bounded).
+                        let deadline = ContinuousClock.now + .seconds(10)
+                        while sent.load(ordering: .acquiring) < 5 && ContinuousClock.now < deadline { sched_yield() }
+                    }
+                    received.withLock { $0.append(value) }
+                }
+                token.cancel()
+            } else {
+                guard insideFirst.wait(timeout: .now() + 10) == .success else { return }
+                for value in 1...5 {
+                    sut.send(value)
+                    sent.wrappingAdd(1, ordering: .releasing)
+                }
+            }
+        }
+        #expect(finished)
+        #expect(received.withLock { $0 } == [0, 1, 2, 3, 4, 5])
+    }
+
     /// A new current-value subscriber requesting one value while another thread sends gets exactly
     /// one value, whichever way its catch-up and the sends interleave (when a newer value is refused
     /// to it while it catches up, it catches up with that one instead of giving up; that window is

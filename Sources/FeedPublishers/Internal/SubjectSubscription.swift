@@ -24,6 +24,11 @@ private enum Mode {
 /// a catch-up on `request` may deliver the version it was refused. The subscriber is *behind*
 /// (owed the latest value on its next `request`) exactly when `offered` is even: its newest offer
 /// was refused, or it has had nothing yet.
+///
+/// A catch-up claims its version before it calls `receive`. So that a send on another thread
+/// cannot deliver a newer value in between, such a send hands its value to the running catch-up
+/// (`catchUp`), which delivers it after its own, in send order. Sends nested inside this
+/// subscriber's own `receive` are delivered at once, as everywhere else.
 final class SubjectSubscription<Downstream: Subscriber>: Subscription, SubjectConduit
 where Downstream.Input: Sendable {
     typealias Output = Downstream.Input
@@ -43,6 +48,16 @@ where Downstream.Input: Sendable {
     private let inflight = Atomic<Int>(0)
     private let offered = Atomic<Int>(0)
     private let demanded: Mutex<Demanded>
+
+    /// Current-value subjects: the catch-ups running and the sends handed to them.
+    private struct CatchUp {
+        var running = 0
+        var handed: [(value: Output, version: Int)] = []
+    }
+
+    private let catchUp = Mutex(CatchUp())
+    /// `catchUp.running`, written under its lock: a send looks here before taking the lock.
+    private let catchUps = Atomic<Int>(0)
 
     init(downstream: Downstream, core: SubjectCore<Output, Failure>, replays: Bool) {
         self.downstream = downstream
@@ -89,6 +104,12 @@ where Downstream.Input: Sendable {
     // MARK: - SubjectConduit
 
     func deliver(_ value: Output, version: Int, frame: UnsafeMutablePointer<DeliveryFrame>) {
+        if replays && handToCatchUp(value, version: version) { return }
+        deliverNow(value, version: version, frame: frame)
+    }
+
+    @inline(__always)
+    private func deliverNow(_ value: Output, version: Int, frame: UnsafeMutablePointer<DeliveryFrame>) {
         inflight.wrappingAdd(1, ordering: .sequentiallyConsistent)
         defer { inflight.wrappingSubtract(1, ordering: .sequentiallyConsistent) }
         switch mode.load(ordering: .sequentiallyConsistent) {
@@ -165,29 +186,68 @@ where Downstream.Input: Sendable {
         }
     }
 
-    /// Current-value subjects: delivers the latest value inside `request`, as Combine does.
+    /// Current-value subjects: delivers the latest value inside `request`, as Combine does, then
+    /// the values that sends on other threads handed over meanwhile.
     private func deliverLatest() {
         DeliveryFrames.withFrame { frame in
             inflight.wrappingAdd(1, ordering: .sequentiallyConsistent)
             defer { inflight.wrappingSubtract(1, ordering: .sequentiallyConsistent) }
-            while mode.load(ordering: .sequentiallyConsistent) != Mode.terminated,
-                let (value, version) = core.currentValueAndVersion
-            {
-                // Also delivers the version it was refused (`2 × version`), but not one already delivered.
-                if claim(2 &* version &+ 1, ifBelow: 2 &* version &+ 1) {
-                    frame.pointee.current = identity
-                    let more = downstream.receive(value)
-                    frame.pointee.current = nil
-                    addDemand(more)
-                    return
-                }
-                // A send on another thread offered a newer value meanwhile. Delivered: the request
-                // is served by it, so give the demand back. Refused: catch up to the newer value.
-                guard isBehind else {
-                    demanded.withLock(annotating: self) { $0.demand += 1 }
-                    return
-                }
+            catchUp.withLock(annotating: self) { state in
+                state.running += 1
+                catchUps.store(state.running, ordering: .sequentiallyConsistent)
             }
+            deliverCurrentValue(frame: frame)
+            while let handed = endCatchUp() {
+                for (value, version) in handed { deliverNow(value, version: version, frame: frame) }
+            }
+        }
+    }
+
+    private func deliverCurrentValue(frame: UnsafeMutablePointer<DeliveryFrame>) {
+        while mode.load(ordering: .sequentiallyConsistent) != Mode.terminated,
+            let (value, version) = core.currentValueAndVersion
+        {
+            // Also delivers the version it was refused (`2 × version`), but not one already delivered.
+            if claim(2 &* version &+ 1, ifBelow: 2 &* version &+ 1) {
+                frame.pointee.current = identity
+                let more = downstream.receive(value)
+                frame.pointee.current = nil
+                addDemand(more)
+                return
+            }
+            // A send on another thread offered a newer value meanwhile. Delivered: the request
+            // is served by it, so give the demand back. Refused: catch up to the newer value.
+            guard isBehind else {
+                demanded.withLock(annotating: self) { $0.demand += 1 }
+                return
+            }
+        }
+    }
+
+    /// The values handed to this catch-up since it began, or `nil` (and the catch-up ends) if none.
+    private func endCatchUp() -> [(value: Output, version: Int)]? {
+        catchUp.withLock(annotating: self) { state in
+            guard state.handed.isEmpty else {
+                defer { state.handed = [] }
+                return state.handed
+            }
+            state.running -= 1
+            catchUps.store(state.running, ordering: .sequentiallyConsistent)
+            return nil
+        }
+    }
+
+    /// A send on another thread while a catch-up runs: hands the value to the catch-up, which
+    /// delivers it after its own. False when no catch-up runs, or when this thread is inside this
+    /// subscriber's `receive` (a nested send, delivered at once).
+    private func handToCatchUp(_ value: Output, version: Int) -> Bool {
+        guard catchUps.load(ordering: .sequentiallyConsistent) > 0, DeliveryFrames.count(of: self) == 0 else {
+            return false
+        }
+        return catchUp.withLock(annotating: self) { state in
+            guard state.running > 0 else { return false }
+            state.handed.append((value, version))
+            return true
         }
     }
 
