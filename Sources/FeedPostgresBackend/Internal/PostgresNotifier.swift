@@ -9,8 +9,8 @@ internal import Foundation
 /// lock at commit, so such commits run one at a time (pgbench: 6.2k → 3.2k TPS at 16 clients). Here only this
 /// thread's own one-statement transactions take that lock, one per process at a time.
 ///
-/// Writers call ``signal(committed:)`` after their commit: it records the seq and wakes the thread, and returns at
-/// once. The thread sends the highest seq committed so far as the payload; signals that arrive while it sends
+/// Writers call ``signal(committed:)`` after their commit: it records the seq, wakes the thread if nothing was due
+/// yet, and returns at once. The thread sends the highest seq committed so far as the payload; signals that arrive while it sends
 /// coalesce into one more notification. Its session has `synchronous_commit` off: a notification's transaction
 /// does not wait for a WAL flush. A failure (connection lost, server gone) closes the connection and retries
 /// with a growing pause (50 ms doubled up to 2 s); it never reaches a writer — listeners read `event_log_head` on
@@ -61,8 +61,12 @@ final class PostgresNotifier: @unchecked Sendable {
     func signal(committed seq: Int64) {
         condition.withLock {
             guard seq > committed else { return }
+            // With a notification already due the thread is not idle: it is sending, or waiting for the pause
+            // between notifications to end, and it reads `committed` when it gets there. Waking it for each commit
+            // would only put it back to sleep.
+            let idle = committed <= announced
             committed = seq
-            condition.signal()
+            if idle { condition.signal() }
         }
     }
 
