@@ -44,6 +44,12 @@ final class PostgresChangeWatch: FeedChangeWatch, @unchecked Sendable {
     private var wakeReader: Int32
     private var wakeWriter: Int32
 
+    /// A notification is sent after its commit, so the read that follows it sees the commit; but commits made within
+    /// the notifier's pause (``PostgresNotifier/minimumSpacing``, 5 ms) wait for its end. Two re-checks, 1 and 3 ms
+    /// after a notification, find most of them sooner: each is one head read, where the six of a file notification's
+    /// schedule cost a writer with a follower a tenth of its throughput (decision 0027).
+    let recheckDelays: [Duration] = [.milliseconds(1), .milliseconds(2)]
+
     /// The head read of ``poll()``; the comment tells the watch's session apart in `pg_stat_activity`.
     static let headSQL = "SELECT last_seq FROM event_log_head WHERE id = 1 /* feedsync change watch */"
 

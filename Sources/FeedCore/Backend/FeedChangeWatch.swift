@@ -13,6 +13,9 @@ package protocol FeedChangeWatch: AnyObject, Sendable {
     func wake()
     /// Releases the watch's resources (a connection, a file descriptor).
     func close()
+    /// The delays of the re-checks after a sign of a change, each counted from the previous check: needed where a
+    /// sign can come before its commit is visible, none where it is sent only after the commit.
+    var recheckDelays: [Duration] { get }
 }
 
 /// Why ``FeedChangeWatch/wait(timeout:)`` returned.

@@ -104,12 +104,6 @@ public final class ChangeFeed: Sendable {
     /// ``FeedError/databaseReplaced(path:)``, its last report.
     public var errors: AnyPublisher<FeedError, Never> { errorChannel.publisher }
 
-    /// The delays of the re-checks after a file notification, each counted from the previous check. Commits are
-    /// visible microseconds after their last `-wal` write; the tail covers a writer descheduled in between.
-    static let recheckDelays: [Duration] = [
-        .microseconds(100), .microseconds(400), .milliseconds(1), .milliseconds(2), .milliseconds(4), .milliseconds(8),
-    ]
-
     private let service: FeedService
     private let options: Options
     private let errorChannel = SealedSubject<FeedError>()
@@ -243,7 +237,7 @@ public final class ChangeFeed: Sendable {
     private static func follow(context: RunContext) {
         let run = context.run
         defer { run.watch.close() }
-        let delays = recheckDelays
+        let delays = run.watch.recheckDelays
         let inject = context.options.injectFault
         var backoff: Duration = .zero
         // The next re-check after a change notification, as an index into `delays`; `delays.count` when none is due.

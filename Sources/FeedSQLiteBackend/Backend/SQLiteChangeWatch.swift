@@ -18,6 +18,12 @@ final class SQLiteChangeWatch: FeedChangeWatch {
         var lastVersion: Int64?
     }
 
+    /// A file notification can come before its commit is visible: commits are visible microseconds after their last
+    /// `-wal` write, and the tail covers a writer descheduled in between.
+    let recheckDelays: [Duration] = [
+        .microseconds(100), .microseconds(400), .milliseconds(1), .milliseconds(2), .milliseconds(4), .milliseconds(8),
+    ]
+
     init(path: String, configuration: Configuration, watchFiles: Bool) throws(StorageError) {
         let connection: Connection
         do {
