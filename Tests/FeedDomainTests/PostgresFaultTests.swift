@@ -245,12 +245,14 @@ import Testing
 
     /// Waits, bounded at 30 s, until every other pool session in the test's database has ended — a killed client's,
     /// which still runs and may commit the statement it was sent until it finds the client gone. Returns whether they
-    /// ended and how many there were at first. At once on SQLite, where a killed client leaves nothing running.
+    /// ended and how many there were at first, with what those still there were doing when they did not end. At once
+    /// on SQLite, where a killed client leaves nothing running.
     static func sessionsEnded(
         _ service: FeedService, on backend: TestBackend, except own: Set<Int64>, within seconds: Double = 30
-    ) -> (ended: Bool, lingering: Int) {
-        guard backend == .postgresql else { return (true, 0) }
+    ) -> (ended: Bool, lingering: String) {
+        guard backend == .postgresql else { return (true, "0") }
         var first: Int?
+        var left: Set<Int64> = []
         let ended = eventually(seconds: seconds) {
             // Sessions this process opened since `own` was taken (a pool that grew, a watch that reconnected) are not
             // a killed client's: only sessions whose client port is not one of this process's sockets count.
@@ -266,9 +268,21 @@ import Testing
             guard let rows = listed else { return false }
             let others = Set(rows.compactMap { $0.first?.integer }).subtracting(own)
             if first == nil { first = others.count }
+            left = others
             return others.isEmpty
         }
-        return (ended, first ?? -1)
+        guard !ended else { return (true, "\(first ?? -1)") }
+        // What the sessions still there are doing, for the failure's message.
+        let detail = try? service.backend.read { tx in
+            try tx.userStatements.fetch(
+                """
+                SELECT pid, state, wait_event_type, wait_event, client_port,
+                       round(extract(epoch FROM now() - backend_start)), round(extract(epoch FROM now() - state_change)),
+                       left(query, 80)
+                FROM pg_stat_activity WHERE pid = ANY ($1::int[])
+                """, [.text("{" + left.map(String.init).joined(separator: ",") + "}")])
+        }
+        return (false, "\(first ?? -1) (still there: \(detail.map { "\($0)" } ?? "unknown"))")
     }
 
     static func environmentInt(_ name: String, _ defaultValue: Int) -> Int {
