@@ -255,12 +255,14 @@ import Testing
         var left: Set<Int64> = []
         let ended = eventually(seconds: seconds) {
             // Sessions this process opened since `own` was taken (a pool that grew, a watch that reconnected) are not
-            // a killed client's: only sessions whose client port is not one of this process's sockets count.
+            // a killed client's: only sessions whose client port is not one of this process's sockets count. A change
+            // watch's session only reads the log head and cannot commit anything, so it is not waited for (a live one
+            // polls every 250 ms and would keep the wait going).
             let ports = ownClientPorts()
             let sql = """
                 SELECT pid FROM pg_stat_activity
                 WHERE datname = current_database() AND application_name = 'feedsync' AND pid <> pg_backend_pid()
-                  AND NOT (client_port = ANY ($1::int[]))
+                  AND NOT (client_port = ANY ($1::int[])) AND query NOT LIKE '%/* feedsync change watch */%'
                 """
             let listed = try? service.backend.read { tx in
                 try tx.userStatements.fetch(sql, [.text("{" + ports.map(String.init).joined(separator: ",") + "}")])
