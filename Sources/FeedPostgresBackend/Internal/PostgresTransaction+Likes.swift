@@ -71,15 +71,15 @@ extension PostgresTransaction {
             .text(PostgresArray.text(userIDs)), .text(PostgresArray.text(postIDs)), .text(PostgresArray.integers(stamps)),
         ]
         let sql: String
-        if let lane, lane.sentBefore {
+        if let lane {
             arguments += [.text(lane.id), .integer(lane.batch)]
-            sql = """
+            sql =
+                lane.sentBefore
+                ? """
                 SELECT failed_code, failed_message, liked, like_count, seq
                 FROM feedsync_apply_likes_once($6::uuid, $7::bigint, $1::integer[], $2::text[], $3::text[], $4::text[], $5::bigint[])
                 """
-        } else if let lane {
-            arguments += [.text(lane.id), .integer(lane.batch)]
-            sql = """
+                : """
                 SELECT failed_code, failed_message, liked, like_count, seq FROM unnest(feedsync_apply_likes_first_send(
                     $6::uuid, $7::bigint, $1::integer[], $2::text[], $3::text[], $4::text[], $5::bigint[]))
                 """

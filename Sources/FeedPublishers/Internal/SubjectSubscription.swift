@@ -27,7 +27,7 @@ private enum Mode {
 ///
 /// A catch-up claims its version before it calls `receive`. So that a send on another thread
 /// cannot deliver a newer value in between, such a send hands its value to the running catch-up
-/// (`catchUp`), which delivers it after its own, in send order. Sends nested inside this
+/// (`handed`), which delivers it after its own, in send order. Sends nested inside this
 /// subscriber's own `receive` are delivered at once, as everywhere else.
 final class SubjectSubscription<Downstream: Subscriber>: Subscription, SubjectConduit
 where Downstream.Input: Sendable {
@@ -49,14 +49,10 @@ where Downstream.Input: Sendable {
     private let offered = Atomic<Int>(0)
     private let demanded: Mutex<Demanded>
 
-    /// Current-value subjects: the catch-ups running and the sends handed to them.
-    private struct CatchUp {
-        var running = 0
-        var handed: [(value: Output, version: Int)] = []
-    }
-
-    private let catchUp = Mutex(CatchUp())
-    /// `catchUp.running`, written under its lock: a send looks here before taking the lock.
+    /// Current-value subjects: the values sends on other threads handed to the running catch-ups.
+    private let handed = Mutex<[(value: Output, version: Int)]>([])
+    /// How many catch-ups run; changed only with `handed`'s lock held, so a send reads it without the lock first and
+    /// again under it.
     private let catchUps = Atomic<Int>(0)
 
     init(downstream: Downstream, core: SubjectCore<Output, Failure>, replays: Bool) {
@@ -192,13 +188,10 @@ where Downstream.Input: Sendable {
         DeliveryFrames.withFrame { frame in
             inflight.wrappingAdd(1, ordering: .sequentiallyConsistent)
             defer { inflight.wrappingSubtract(1, ordering: .sequentiallyConsistent) }
-            catchUp.withLock(annotating: self) { state in
-                state.running += 1
-                catchUps.store(state.running, ordering: .sequentiallyConsistent)
-            }
+            handed.withLock(annotating: self) { _ in _ = catchUps.wrappingAdd(1, ordering: .sequentiallyConsistent) }
             deliverCurrentValue(frame: frame)
-            while let handed = endCatchUp() {
-                for (value, version) in handed { deliverNow(value, version: version, frame: frame) }
+            while let values = endCatchUp() {
+                for (value, version) in values { deliverNow(value, version: version, frame: frame) }
             }
         }
     }
@@ -226,13 +219,12 @@ where Downstream.Input: Sendable {
 
     /// The values handed to this catch-up since it began, or `nil` (and the catch-up ends) if none.
     private func endCatchUp() -> [(value: Output, version: Int)]? {
-        catchUp.withLock(annotating: self) { state in
-            guard state.handed.isEmpty else {
-                defer { state.handed = [] }
-                return state.handed
+        handed.withLock(annotating: self) { handed in
+            guard handed.isEmpty else {
+                defer { handed = [] }
+                return handed
             }
-            state.running -= 1
-            catchUps.store(state.running, ordering: .sequentiallyConsistent)
+            catchUps.wrappingSubtract(1, ordering: .sequentiallyConsistent)
             return nil
         }
     }
@@ -244,9 +236,9 @@ where Downstream.Input: Sendable {
         guard catchUps.load(ordering: .sequentiallyConsistent) > 0, DeliveryFrames.count(of: self) == 0 else {
             return false
         }
-        return catchUp.withLock(annotating: self) { state in
-            guard state.running > 0 else { return false }
-            state.handed.append((value, version))
+        return handed.withLock(annotating: self) { handed in
+            guard catchUps.load(ordering: .sequentiallyConsistent) > 0 else { return false }
+            handed.append((value, version))
             return true
         }
     }
