@@ -17,7 +17,7 @@ import Testing
                 case .sqlite:
                     try tx.userStatements.execute("PRAGMA ignore_check_constraints = ON")
                 case .postgresql:
-                    try tx.userStatements.execute("ALTER TABLE events DROP CONSTRAINT events_kind")
+                    try tx.userStatements.execute("ALTER DOMAIN feedsync_event_kind DROP CONSTRAINT feedsync_event_kind_check")
                 }
                 try tx.userStatements.execute(
                     "INSERT INTO events (seq, kind, user_id, post_id, like_count, at) VALUES ($1, $2, $3, $4, NULL, $5)",

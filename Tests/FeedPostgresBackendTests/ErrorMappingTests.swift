@@ -64,7 +64,7 @@ import Testing
                 Issue.record("unexpected \(check)")
                 return
             }
-            #expect(field == "users.name")
+            #expect(field == "user name")
             try tx.userStatements.execute("CREATE TEMPORARY TABLE short_values (v varchar(3))")
             let tooLong = try #require(throws: StorageError.self) {
                 try tx.savepoint { try tx.userStatements.execute("INSERT INTO short_values (v) VALUES ($1)", ["abcdef"]) }

@@ -24,13 +24,17 @@ extension PostgresFailure {
         }
     }
 
-    /// What a check constraint protects, for ``StorageError/constraintViolation(field:reason:)``: `posts.body` for
-    /// `posts_body_check`, else the constraint's or table's name.
+    /// What a check constraint protects, for ``StorageError/constraintViolation(field:reason:)``: `user name` for
+    /// the domain check `feedsync_user_name_check`, `posts.body` for a table's `posts_body_check`, else the
+    /// constraint's or table's name.
     private var field: String {
-        if let constraint, let table, constraint.hasPrefix(table + "_"), constraint.hasSuffix("_check") {
-            let column = constraint.dropFirst(table.count + 1).dropLast("_check".count)
-            if !column.isEmpty { return table + "." + column }
+        guard let constraint, constraint.hasSuffix("_check") else { return constraint ?? table ?? "value" }
+        let name = constraint.dropLast("_check".count)
+        if let table {
+            if name.hasPrefix(table + "_"), name.count > table.count + 1 { return table + "." + name.dropFirst(table.count + 1) }
+        } else if name.hasPrefix("feedsync_"), name.count > "feedsync_".count {
+            return name.dropFirst("feedsync_".count).split(separator: "_").joined(separator: " ")
         }
-        return constraint ?? table ?? "value"
+        return constraint
     }
 }
