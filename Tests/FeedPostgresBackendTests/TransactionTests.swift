@@ -241,6 +241,23 @@ import Testing
             ])
     }
 
+    @Test func parametersOfEveryKindAndSizeArriveAsSent() throws {
+        guard let db = try TestDatabase.make("tx_parameters") else { return }
+        let long = String(repeating: "long é 😀 ", count: 500)
+        let sent: [DatabaseValue] = [
+            .null, .text(""), .integer(Int64.min), .integer(Int64.max), .integer(0), .blob([]), .text(long), .real(-0.125),
+            .blob(Array(repeating: 0, count: 3) + [7]), .text("x"), .null,
+        ]
+        let rows = try write(db.backend) { tx throws in
+            try tx.userStatements.fetch(
+                """
+                SELECT $1::text, $2::text, $3::bigint, $4::bigint, $5::bigint, $6::bytea, $7::text, $8::float8, $9::bytea,
+                       $10::text, $11::bigint
+                """, sent)
+        }
+        #expect(rows == [sent])
+    }
+
     @Test func countsAndInvariantsDescribeTheDatabase() throws {
         guard let db = try TestDatabase.make("tx_invariants") else { return }
         try seedUsersAndPost(db.backend, users: 3)

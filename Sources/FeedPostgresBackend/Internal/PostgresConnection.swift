@@ -154,7 +154,7 @@ final class PostgresConnection {
         guard let handle else { throw closedFailure(sql: sql) }
         for (index, parameter) in parameters.enumerated() {
             // libpq reads text parameters up to their first NUL: refuse rather than send a truncated value.
-            if case .text(let text) = parameter, text.utf8.contains(0) {
+            if case .text(let text) = parameter, Self.containsNUL(text) {
                 throw PostgresFailure(
                     sqlState: "22021", message: "text parameter $\(index + 1) contains a NUL character, which PostgreSQL text cannot hold",
                     sql: sql, connectionBroken: false, beforeSending: true)
