@@ -1,4 +1,5 @@
 import FeedCore
+import FeedMigrations
 @testable import FeedPostgresBackend
 import FeedTestSupport
 import FeedTestThreads
@@ -77,5 +78,43 @@ import Testing
             try tx.userStatements.execute(event, [1, "userDeleted", "", .null, .null])
         }
         #expect(try db.admin("SELECT count(*) FROM events") == [[.integer(1)]])
+    }
+}
+
+extension ValueChecksTests {
+    /// A database at schema version 10 with likes, a deleted post and an erased user (whose events name `''`)
+    /// migrates with every row and event as it was, and likes go on.
+    @Test func aVersion10DatabaseWithDataMigratesWithEveryRowKept() throws {
+        guard let database = try PostgresTestDatabase.make("value_checks_v10") else { return }
+        defer { database.drop() }
+        let v10 = PostgresMigrator(migrations: PostgresMigrator.embedded.migrations.filter { $0.version <= 10 })
+        let old = try PostgresBackend(url: database.url, migrator: v10)
+        try write(old) { tx throws in
+            for id in ["u1", "u2", "gone"] { _ = try tx.insertUser(id: id, name: "User " + id, at: testTime) }
+            for id in ["p1", "p2", "p3"] { _ = try tx.insertPost(id: id, authorID: "u1", body: "hello " + id, at: testTime) }
+            let commands = [("u1", "p1"), ("u2", "p1"), ("gone", "p2"), ("u2", "p3")].map { LikeCommand(.like, userID: $0.0, postID: $0.1) }
+            _ = try tx.applyLikes([LikeUnit(operations: commands, at: testTime)])
+            _ = try tx.deletion.deletePost(id: "p3", by: nil, at: testTime)
+            #expect(try tx.deletion.eraseUser(id: "gone", at: testTime) != nil)
+        }
+        old.close()
+        let contents = {
+            try PostgresAdmin.execute(url: database.url, "SELECT seq, kind, user_id, post_id, like_count, at FROM events ORDER BY seq")
+                + PostgresAdmin.execute(url: database.url, "SELECT id, name, like_count FROM users ORDER BY id")
+                + PostgresAdmin.execute(url: database.url, "SELECT id, author_id, body, like_count FROM posts ORDER BY id")
+                + PostgresAdmin.execute(url: database.url, "SELECT id, last_seq FROM event_log_head")
+        }
+        let before = try contents()
+        #expect(try PostgresAdmin.execute(url: database.url, "SELECT count(*) FROM events WHERE user_id = ''") != [[.integer(0)]])
+
+        let backend = try PostgresBackend(url: database.url)
+        defer { backend.close() }
+        #expect(try backend.schemaStatus().databaseVersion == 11)
+        #expect(try contents() == before)
+        let outcomes = try write(backend) { tx throws in
+            try tx.applyLikes([LikeUnit(operations: [LikeCommand(.toggle, userID: "u1", postID: "p2")], at: testTime)])
+        }
+        #expect(try outcomes.first?.get().first?.likeCount == 1)
+        #expect(try backend.readOnce { tx in try tx.maintenance.counts() }.likes == 3)
     }
 }
