@@ -49,8 +49,10 @@ final class RunningCLI: Sendable {
     private let errorText = Collected()
     private let condition = NSCondition()
     private let readers: [PipeReader]
+    private let arguments: [String]
 
     init(_ arguments: [String], environment: [String: String]) throws {
+        self.arguments = arguments
         process = try SpawnedProcess(
             executable: CLIRun.executable, arguments: arguments, environment: environment, input: .pipe)
         let condition = condition
@@ -82,13 +84,22 @@ final class RunningCLI: Sendable {
         return errorText.text
     }
 
-    /// Waits until stdout contains `text`, at most `timeout` seconds; returns whether it appeared.
-    func waitFor(_ text: String, timeout: TimeInterval = 10) -> Bool {
+    /// Waits until stdout contains `text`, at most `timeout` seconds (the suites' stall limit: a process started
+    /// while the whole suite runs in parallel, instrumented, can take seconds to print); returns whether it appeared.
+    /// When it did not, prints what the process printed so far, for the failure's log.
+    func waitFor(_ text: String, timeout: TimeInterval = 30) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         condition.lock()
         defer { condition.unlock() }
         while !collected.text.contains(text) {
-            if !condition.wait(until: deadline) { return collected.text.contains(text) }
+            if !condition.wait(until: deadline) {
+                if collected.text.contains(text) { return true }
+                print(
+                    "RunningCLI \(arguments): \"\(text)\" not printed within \(timeout) s (running: \(process.isRunning));"
+                        + " stdout so far: \(collected.text.suffix(2000).debugDescription);"
+                        + " stderr: \(errorText.text.suffix(2000).debugDescription)")
+                return false
+            }
         }
         return true
     }
