@@ -59,6 +59,52 @@ import Testing
         }
     }
 
+    /// A command sent alone answers, writes and logs exactly what the same command does beside another in a batch
+    /// (on PostgreSQL a batch of several locks its rows first): the same sequence of likes, unlikes and toggles, sent
+    /// alone to one database and each with a companion that changes nothing to another, gives the same outcomes, rows
+    /// and events.
+    @Test(arguments: TestBackend.allCases)
+    func aLoneCommandDoesWhatTheSameCommandDoesInABatch(on backend: TestBackend) throws {
+        let (aloneDir, batchDir) = (TemporaryDirectory(), TemporaryDirectory())
+        guard let alone = try makeService(in: aloneDir, on: backend), let batched = try makeService(in: batchDir, on: backend)
+        else { return }
+        defer {
+            alone.close()
+            batched.close()
+        }
+        let (aloneDB, batchDB) = (try seed(alone), try seed(batched))
+        let commands: [LikeCommand] = [
+            LikeCommand(.like, userID: "u2", postID: "p1"), LikeCommand(.like, userID: "u2", postID: "p1"),
+            LikeCommand(.toggle, userID: "u2", postID: "p1"), LikeCommand(.toggle, userID: "u2", postID: "p1"),
+            LikeCommand(.unlike, userID: "u2", postID: "p1"), LikeCommand(.unlike, userID: "u2", postID: "p1"),
+            LikeCommand(.toggle, userID: "u3", postID: "p2"), LikeCommand(.like, userID: "u3", postID: "p1"),
+            LikeCommand(.toggle, userID: "u3", postID: "p1"),
+        ]
+        let companion = LikeCommand(.unlike, userID: "u1", postID: "p2")
+        var aloneOutcomes: [LikeOutcome] = []
+        var batchOutcomes: [LikeOutcome] = []
+        for command in commands {
+            let one = try aloneDB.write({ tx in try tx.applyLikes([LikeUnit(operations: [command], at: testTime)]) }, afterCommit: { _ in })
+            aloneOutcomes += try one[0].get()
+            let two = try batchDB.write(
+                { tx in try tx.applyLikes([LikeUnit(operations: [companion, command], at: testTime)]) }, afterCommit: { _ in })
+            let both = try two[0].get()
+            #expect(both.first?.event == nil && both.first?.liked == false, "the companion changes nothing")
+            batchOutcomes += both.dropFirst()
+        }
+        #expect(aloneOutcomes == batchOutcomes)
+        #expect(aloneOutcomes.map(\.liked) == [true, true, false, true, false, false, true, true, false])
+        let state = { (db: any FeedBackend) in
+            try db.readOnce { tx in
+                (try tx.allLikes(), try tx.events(after: 0, limit: nil), try tx.post(id: "p1")?.likeCount, try tx.post(id: "p2")?.likeCount)
+            }
+        }
+        let (aloneState, batchState) = (try state(aloneDB), try state(batchDB))
+        #expect(aloneState.0 == batchState.0 && aloneState.1 == batchState.1)
+        #expect(aloneState.2 == batchState.2 && aloneState.3 == batchState.3)
+        try aloneDB.read { tx throws in #expect(try tx.maintenance.invariantViolations().isEmpty) }
+    }
+
     /// A call's only unit that names an unknown id fails with the typed error — as its result (SQLite) or thrown,
     /// failing the transaction (PostgreSQL: the statement failed) — and leaves nothing written.
     @Test(arguments: TestBackend.allCases) func aLoneUnitsFailureIsTheTypedErrorWithNothingWritten(on backend: TestBackend) throws {

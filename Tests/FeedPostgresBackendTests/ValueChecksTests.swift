@@ -109,7 +109,7 @@ extension ValueChecksTests {
 
         let backend = try PostgresBackend(url: database.url)
         defer { backend.close() }
-        #expect(try backend.schemaStatus().databaseVersion == 11)
+        #expect(try backend.schemaStatus().databaseVersion == PostgresMigrator.embedded.latestVersion)
         #expect(try contents() == before)
         let outcomes = try write(backend) { tx throws in
             try tx.applyLikes([LikeUnit(operations: [LikeCommand(.toggle, userID: "u1", postID: "p2")], at: testTime)])
