@@ -26,7 +26,7 @@ import Testing
         #expect(status.databaseVersion == PostgresMigrator.embedded.latestVersion)
         #expect(status.binaryVersion == PostgresMigrator.embedded.latestVersion)
         #expect(status.pending.isEmpty)
-        #expect(PostgresMigrator.embedded.migrations.map(\.version) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11])
+        #expect(PostgresMigrator.embedded.migrations.map(\.version) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12])
         let records = try db.admin("SELECT version, checksum FROM schema_migrations ORDER BY version")
         #expect(records.map { $0[0] } == PostgresMigrator.embedded.migrations.map { .integer(Int64($0.version)) })
         #expect(records.map { $0[1] } == PostgresMigrator.embedded.migrations.map { .text($0.checksum) })
@@ -53,7 +53,7 @@ import Testing
                 "0005_api_tokens.sql", "0006_likes_without_post_index.sql", "0007_deleting.sql",
                 "0008_replica_cursor_check.sql",
             ])
-        #expect(EmbeddedMigrationFile.postgresql.last?.fileName == "0011_checks_on_values.sql")
+        #expect(EmbeddedMigrationFile.postgresql.last?.fileName == "0012_batch_locks_by_index.sql")
     }
 
     @Test func reopeningAMigratedDatabaseWritesNothing() throws {
