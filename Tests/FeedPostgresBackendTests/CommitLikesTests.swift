@@ -186,7 +186,10 @@ import Testing
         }
         let waiting = try waitUntil("the second send waits for a lock") {
             try db.admin(
-                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%feedsync_apply_likes_once%'"
+                """
+                SELECT count(*) FROM pg_stat_activity
+                WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%feedsync_apply_likes_once%'
+                """
             ) == [[.integer(1)]]
         }
         #expect(waiting)
