@@ -12,7 +12,8 @@ import Foundation
 ///   `ack SEQ POST LIKED` after each commit, until killed; with T > 1, T threads do so at once as users
 ///   `user1`…`userT` (so their commands overlap and share transactions through group commit).
 /// - `agent-subscriber --db PATH --name NAME`: a durable subscriber whose effect lives in the same database
-///   (table `agent_applied`), exactly once; follows other processes' changes; prints `applied SEQ` per batch.
+///   (table `agent_applied`), exactly once; follows other processes' changes; prints `applied SEQ` when caught up
+///   and `failed ERROR` when a pass failed (it retries).
 enum Agents {
     static func writer(_ args: Arguments) throws {
         let path = args.string("db", "")
@@ -123,7 +124,11 @@ enum Agents {
                 try tx.execute("INSERT INTO agent_applied (subscriber, seq) VALUES ($1, $2)", [.text(name), .integer(event.seq)])
             })
         let printer = subscriber.signals.sink { signal in
-            if case .caughtUp(let seq) = signal { emitLine("applied \(seq)") }
+            switch signal {
+            case .caughtUp(let seq): emitLine("applied \(seq)")
+            case .failed(let error): emitLine("failed \(error)")
+            default: break
+            }
         }
         let feed = ChangeFeed(service: service)
         try subscriber.start()

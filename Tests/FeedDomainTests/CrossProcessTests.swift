@@ -84,7 +84,7 @@ func benchExecutable() throws -> String {
         // Kill the subscriber with SIGKILL once it has applied part of the stream, while the writer still writes.
         #expect(
             subscriber.lines.wait(seconds: 60) { lines in
-                lines.contains { ($0.split(separator: " ").last.flatMap { Int64($0) } ?? 0) >= 100 }
+                lines.contains { $0.hasPrefix("applied ") && Int64($0.dropFirst(8)) ?? 0 >= 100 }
             })
         subscriber.kill()
         let appliedBeforeKill = try service.store.read { db in try db.fetchInt64("SELECT count(*) FROM agent_applied") } ?? 0

@@ -197,7 +197,9 @@ final class FailoverRound: Sendable {
         let subscriberReached = subscriber.lines.wait(seconds: 60) { lines in
             lines.contains { $0.hasPrefix("applied ") && Int64($0.dropFirst(8)) ?? 0 >= head }
         }
-        if !subscriberReached { problem("the subscriber did not apply seq \(head) within 60 s") }
+        if !subscriberReached {
+            problem("the subscriber did not apply seq \(head) within 60 s (its last lines: \(subscriber.lines.values.suffix(5)))")
+        }
         // Stopped before the checks read: SIGKILL rolls back a batch in flight, and the output is complete.
         for child in [follower, subscriber] {
             child.kill()
