@@ -43,12 +43,17 @@ BEGIN
         RETURN answer;
     END IF;
     several := units[1] <> units[total];
-    IF total > 1 THEN
-        -- 1. Every command's keys, each read through its id's index; then the posts, then the users, locked in key
-        -- order before any like, each reached through its key's index. A row gone between the read and its lock (a
-        -- post taken down, a user erased) fails the statement as a serialization failure; retried, the read finds
-        -- the id unknown. (A lone command locks its post as it reads it below; its user's row is locked by the count
-        -- trigger after the like.)
+    -- 1. Every command's keys, each read through its id's index. A lone command locks its post as it reads it; its
+    -- user's row is locked by the count trigger after the like. A batch of several then locks its posts, then its
+    -- users, in key order before any like, each reached through its key's index. A row gone between the read and its
+    -- lock (a post taken down, a user erased) fails the statement as a serialization failure; retried, the read finds
+    -- the id unknown.
+    IF total = 1 THEN
+        SELECT p.post_key INTO pk FROM posts p WHERE p.id = post_ids[1] FOR NO KEY UPDATE;
+        SELECT u.user_key INTO uk FROM users u WHERE u.id = user_ids[1];
+        pks[1] := pk;
+        uks[1] := uk;
+    ELSE
         FOR k IN 1 .. total LOOP
             SELECT p.post_key INTO pk FROM posts p WHERE p.id = post_ids[k];
             SELECT u.user_key INTO uk FROM users u WHERE u.id = user_ids[k];
@@ -77,17 +82,10 @@ BEGIN
         END LOOP;
         code := NULL;
         FOR k IN first_k .. last_k LOOP
-            IF total = 1 THEN
-                SELECT p.post_key INTO pk FROM posts p WHERE p.id = post_ids[k] FOR NO KEY UPDATE;
-                SELECT u.user_key INTO uk FROM users u WHERE u.id = user_ids[k];
-            ELSE
-                pk := pks[k];
-                uk := uks[k];
-            END IF;
-            IF uk IS NULL THEN
+            IF uks[k] IS NULL THEN
                 code := 'FSU01';
                 message := user_ids[k];
-            ELSIF pk IS NULL THEN
+            ELSIF pks[k] IS NULL THEN
                 code := 'FSP01';
                 message := post_ids[k];
             END IF;
@@ -97,8 +95,6 @@ BEGIN
                 END IF;
                 EXIT;
             END IF;
-            uks[k] := uk;
-            pks[k] := pk;
         END LOOP;
         FOR k IN first_k .. last_k LOOP
             IF code IS NOT NULL THEN
